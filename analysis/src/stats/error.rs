@@ -1,0 +1,42 @@
+//! The one error type of the statistics module.
+
+use thiserror::Error;
+
+/// Why a statistic could not be built or computed.
+///
+/// Every variant is an input problem the caller can act on; nothing here is an internal
+/// failure, so callers may surface the message directly in a report.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum StatsError {
+    /// A confidence level outside the open interval (0, 1).
+    #[error("confidence level must lie strictly between 0 and 1, got {0}")]
+    InvalidLevel(f64),
+    /// More successes than trials.
+    #[error("{successes} successes out of {n} trials is impossible")]
+    SuccessesExceedTrials { successes: u64, n: u64 },
+    /// No observations at all (n = 0 or no clusters).
+    #[error("sample is empty")]
+    EmptySample,
+    /// A cluster without observations: it would make resampled means undefined.
+    #[error("cluster {index} has no observations")]
+    EmptyCluster { index: usize },
+    /// A NaN or infinite outcome.
+    #[error("observation {index} of cluster {cluster} is not finite ({value})")]
+    NonFinite {
+        cluster: usize,
+        index: usize,
+        value: f64,
+    },
+    /// The method needs more clusters than the sample has (e.g. a one-cluster bootstrap).
+    #[error("needs at least {needed} clusters, got {got}")]
+    TooFewClusters { needed: usize, got: usize },
+    /// The method needs more observations than the sample has.
+    #[error("needs at least {needed} observations, got {got}")]
+    TooFewObservations { needed: usize, got: usize },
+    /// A bootstrap with zero resamples.
+    #[error("the bootstrap needs at least one resample")]
+    NoResamples,
+    /// Two inputs that should be aligned pair-for-pair are not.
+    #[error("paired inputs are not aligned: {0}")]
+    Misaligned(String),
+}

@@ -1,0 +1,48 @@
+//! Statistics for faultline's reports, in the style of criterion.rs.
+//!
+//! Two rules shape the API:
+//!
+//! - **Types carry their invariants.** A [`Level`] is always in (0, 1); a [`Proportion`] has
+//!   `0 < n` and `successes <= n`; a [`ClusteredSample`] has at least one cluster, no empty
+//!   cluster and no NaN. Validation happens once, in constructors returning
+//!   [`StatsError`], so the statistics themselves cannot fail on bad data halfway through
+//!   a report.
+//! - **An estimate never travels without its uncertainty.** Every interval is an
+//!   [`Estimate`] carrying point, bounds, level, [`Method`], sample size and, for the
+//!   bootstrap, clusters, resample count and seed, plus a `note` whenever something a
+//!   reader must know happened (e.g. BCa falling back to percentile on a degenerate
+//!   distribution). Estimates are NaN-free, so they serialize to JSON and back.
+//!
+//! Episodes on the same layout are correlated, so layouts are the clusters: the bootstrap
+//! resamples whole layouts ([`cluster_bootstrap`]), paired comparisons resample both
+//! policies with the very same layouts ([`paired_difference`]), and the analytic SE is
+//! cluster-robust ([`clustered_standard_error`]). Per-cell success rates with no cluster
+//! structure use [`Proportion::wilson`] or [`Proportion::clopper_pearson`]; [`mcnemar_exact`]
+//! tests whether two policies differ on the same episodes.
+//!
+//! Bootstraps are seeded ([`BootstrapConfig::seed`], ChaCha8), so a report rebuilt from
+//! the same results is bit-identical.
+
+mod bootstrap;
+mod cluster_se;
+mod error;
+mod estimate;
+mod mcnemar;
+mod paired;
+mod proportion;
+mod sample;
+
+#[cfg(test)]
+mod proptests;
+
+pub use bootstrap::{
+    bootstrap_distribution, cluster_bootstrap, BootstrapConfig, BootstrapIntervals, DEFAULT_SEED,
+    NOTE_BAD_ACCELERATION, NOTE_BCA_EDGE, NOTE_DEGENERATE, NOTE_INFINITE_BIAS,
+};
+pub use cluster_se::{clustered_standard_error, ClusteredStandardError};
+pub use error::StatsError;
+pub use estimate::{Estimate, Level, Method};
+pub use mcnemar::{mcnemar_exact, mcnemar_from_outcomes, McNemar};
+pub use paired::{paired_bootstrap_distribution, paired_difference, PairedDifference};
+pub use proportion::Proportion;
+pub use sample::{ClusteredSample, PairedSample};

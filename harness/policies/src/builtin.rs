@@ -1,0 +1,419 @@
+//! The four built-in policies, from most trusting to most specific.
+
+use crate::evidence::{Evidence, Observation};
+use crate::{Judgement, Verdict, VerificationPolicy};
+use faultline_tasks::Expectation;
+
+/// Takes the tool's own message as true: an error message is a failure, a "no change"
+/// message is no change, anything else is success.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UnverifiedPolicy;
+
+impl VerificationPolicy for UnverifiedPolicy {
+    fn name(&self) -> &str {
+        "unverified"
+    }
+
+    fn judge(&self, ev: &Evidence<'_>) -> Judgement {
+        let m = ev.tool_message;
+        let lower = m.to_ascii_lowercase();
+        let verdict = if lower.starts_with("error") || lower.contains("failed") {
+            Verdict::Fail
+        } else if lower.contains("no change") {
+            Verdict::NoChange
+        } else {
+            Verdict::Success
+        };
+        Judgement::new(verdict, m)
+    }
+}
+
+/// Success when the URL or the top document changed; blind to child frames, like many
+/// harnesses that diff only the main document.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GenericPolicy;
+
+impl VerificationPolicy for GenericPolicy {
+    fn name(&self) -> &str {
+        "generic"
+    }
+
+    fn judge(&self, ev: &Evidence<'_>) -> Judgement {
+        if ev.before_state.url != ev.after_state.url {
+            return Judgement::new(
+                Verdict::Success,
+                format!("The page navigated to {}.", ev.after_state.url),
+            );
+        }
+        let before = ev.before_state.top().map(|f| f.dom_digest.as_str());
+        let after = ev.after_state.top().map(|f| f.dom_digest.as_str());
+        if before != after {
+            Judgement::new(Verdict::Success, "The page changed.")
+        } else {
+            Judgement::new(Verdict::NoChange, "No change detected on the page.")
+        }
+    }
+}
+
+/// Success when enough pixels differ between the before and after screenshots.
+#[derive(Debug, Clone, Copy)]
+pub struct PixelPolicy {
+    /// A pixel counts as changed when any channel moves by more than this.
+    pub channel_tolerance: u8,
+    /// The share of changed pixels that counts as a change (0.0003 of 900x600 is 162
+    /// pixels: more than a blinking caret, less than a recoloured small button).
+    pub min_changed_fraction: f64,
+}
+
+impl Default for PixelPolicy {
+    fn default() -> Self {
+        PixelPolicy {
+            channel_tolerance: 16,
+            min_changed_fraction: 0.0003,
+        }
+    }
+}
+
+impl PixelPolicy {
+    /// The share of pixels that changed, or an error message.
+    pub fn changed_fraction(&self, a: &Observation, b: &Observation) -> Result<f64, String> {
+        let a = image::load_from_memory(&a.png)
+            .map_err(|e| format!("before screenshot: {e}"))?
+            .to_rgb8();
+        let b = image::load_from_memory(&b.png)
+            .map_err(|e| format!("after screenshot: {e}"))?
+            .to_rgb8();
+        if a.dimensions() != b.dimensions() {
+            return Ok(1.0);
+        }
+        let tol = self.channel_tolerance;
+        let changed = a
+            .pixels()
+            .zip(b.pixels())
+            .filter(|(p, q)| p.0.iter().zip(q.0.iter()).any(|(x, y)| x.abs_diff(*y) > tol))
+            .count();
+        let total = (a.width() as usize * a.height() as usize).max(1);
+        Ok(changed as f64 / total as f64)
+    }
+}
+
+impl VerificationPolicy for PixelPolicy {
+    fn name(&self) -> &str {
+        "pixel"
+    }
+
+    fn judge(&self, ev: &Evidence<'_>) -> Judgement {
+        match self.changed_fraction(ev.before, ev.after) {
+            Err(e) => Judgement::new(Verdict::Fail, format!("Could not compare screenshots: {e}")),
+            Ok(f) if f >= self.min_changed_fraction => Judgement::new(
+                Verdict::Success,
+                format!("The screen changed ({:.2}% of pixels).", f * 100.0),
+            ),
+            Ok(f) => Judgement::new(
+                Verdict::NoChange,
+                format!("No visible change ({:.3}% of pixels).", f * 100.0),
+            ),
+        }
+    }
+}
+
+/// Compares the page with the specific result the instruction asks for: the field text
+/// read back, the selected item, the selected row inside a frame, or the value present
+/// in the observation the agent received.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OutcomePolicy;
+
+impl VerificationPolicy for OutcomePolicy {
+    fn name(&self) -> &str {
+        "outcome"
+    }
+
+    fn judge(&self, ev: &Evidence<'_>) -> Judgement {
+        let expectation = match ev.instruction.expectation() {
+            Ok(e) => e,
+            Err(e) => return Judgement::new(Verdict::Fail, format!("Cannot verify: {e}")),
+        };
+        match expectation {
+            Expectation::FieldText { text } => judge_field(ev, &text),
+            Expectation::SelectedItem { label } => {
+                let selected: Vec<&str> = ev
+                    .after_state
+                    .top()
+                    .map(|f| f.selected.iter().map(String::as_str).collect())
+                    .unwrap_or_default();
+                judge_selection(&selected, &label, "item")
+            }
+            Expectation::SelectedRowInFrame { label } => {
+                let selected: Vec<&str> = ev
+                    .after_state
+                    .children()
+                    .flat_map(|f| f.selected.iter().map(String::as_str))
+                    .collect();
+                judge_selection(&selected, &label, "row")
+            }
+            Expectation::ValueShown { label } => judge_value_shown(&ev.after.text, &label),
+        }
+    }
+}
+
+fn judge_field(ev: &Evidence<'_>, expected: &str) -> Judgement {
+    let fields: Vec<&str> = ev
+        .after_state
+        .top()
+        .map(|f| {
+            f.controls
+                .iter()
+                .filter(|c| c.tag == "input" && matches!(c.kind.as_str(), "text" | "search" | ""))
+                .map(|c| c.value.as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    let submitted = ev.before_state.url != ev.after_state.url;
+    if fields.contains(&expected) {
+        if submitted {
+            Judgement::new(
+                Verdict::Success,
+                format!("The search field reads {expected:?} and the search was submitted."),
+            )
+        } else {
+            Judgement::new(
+                Verdict::NoChange,
+                format!("The search field reads {expected:?} but nothing was submitted."),
+            )
+        }
+    } else if let Some(other) = fields.iter().find(|v| !v.is_empty()) {
+        Judgement::new(
+            Verdict::Fail,
+            format!("The search field reads {other:?}, expected exactly {expected:?}."),
+        )
+    } else {
+        Judgement::new(Verdict::NoChange, "The search field is empty.")
+    }
+}
+
+fn judge_selection(selected: &[&str], label: &str, what: &str) -> Judgement {
+    if selected.contains(&label) {
+        Judgement::new(Verdict::Success, format!("{label} is selected."))
+    } else if let Some(other) = selected.first() {
+        Judgement::new(
+            Verdict::Fail,
+            format!("{other} is selected, not {label}."),
+        )
+    } else {
+        Judgement::new(
+            Verdict::NoChange,
+            format!("No {what} is selected; expected {label}."),
+        )
+    }
+}
+
+/// Looks for `label: <number>` in the observation text.
+fn judge_value_shown(text: &str, label: &str) -> Judgement {
+    if let Some(v) = value_after(text, label) {
+        return Judgement::new(
+            Verdict::Success,
+            format!("The observation shows {label}: {v}."),
+        );
+    }
+    let other = text.lines().find_map(|line| {
+        let (name, rest) = line.trim().split_once(": ")?;
+        (!name.is_empty()
+            && name.len() <= 12
+            && rest.trim().parse::<f64>().is_ok())
+        .then(|| line.trim().to_string())
+    });
+    match other {
+        Some(o) => Judgement::new(
+            Verdict::Fail,
+            format!("The observation shows {o:?}, not a value for {label}."),
+        ),
+        None => Judgement::new(
+            Verdict::NoChange,
+            format!("No value for {label} is visible in the observation."),
+        ),
+    }
+}
+
+fn value_after(text: &str, label: &str) -> Option<String> {
+    let needle = format!("{label}: ");
+    let mut from = 0;
+    while let Some(pos) = text[from..].find(&needle) {
+        let start = from + pos + needle.len();
+        let digits: String = text[start..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        if !digits.is_empty() {
+            return Some(digits);
+        }
+        from = start;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::{Control, FrameSnapshot, PageState};
+    use faultline_tasks::{Instruction, Size, TaskKind};
+
+    fn obs(text: &str, png: Vec<u8>) -> Observation {
+        Observation {
+            png,
+            size: Size::new(4, 4),
+            text: text.into(),
+        }
+    }
+
+    fn png(color: [u8; 3], changed: u32) -> Vec<u8> {
+        let mut img = image::RgbImage::from_pixel(100, 100, image::Rgb([255, 255, 255]));
+        for i in 0..changed {
+            img.put_pixel(i % 100, i / 100, image::Rgb(color));
+        }
+        let mut out = Vec::new();
+        img.write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png)
+            .unwrap();
+        out
+    }
+
+    fn frame(top: bool, digest: &str, selected: &[&str], controls: Vec<Control>) -> FrameSnapshot {
+        FrameSnapshot {
+            url: if top { "http://x/top".into() } else { "http://x/f".into() },
+            is_top: top,
+            dom_digest: digest.into(),
+            text: String::new(),
+            controls,
+            selected: selected.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    struct Case {
+        instruction: Instruction,
+        message: String,
+        before: Observation,
+        after: Observation,
+        before_state: PageState,
+        after_state: PageState,
+    }
+
+    impl Case {
+        fn new(task: TaskKind, text: &str) -> Case {
+            let state = PageState {
+                url: "http://x/top".into(),
+                frames: vec![frame(true, "a", &[], vec![])],
+            };
+            Case {
+                instruction: Instruction {
+                    task,
+                    text: text.into(),
+                },
+                message: "Clicked at (1, 2).".into(),
+                before: obs("", png([0, 0, 0], 0)),
+                after: obs("", png([0, 0, 0], 0)),
+                before_state: state.clone(),
+                after_state: state,
+            }
+        }
+        fn judge(&self, p: &dyn VerificationPolicy) -> Judgement {
+            p.judge(&Evidence {
+                instruction: &self.instruction,
+                actions: &[],
+                tool_message: &self.message,
+                before: &self.before,
+                after: &self.after,
+                before_state: &self.before_state,
+                after_state: &self.after_state,
+            })
+        }
+    }
+
+    #[test]
+    fn unverified_believes_the_message() {
+        let mut c = Case::new(TaskKind::Grid, "Click the button \"Item 3\".");
+        assert_eq!(c.judge(&UnverifiedPolicy).verdict, Verdict::Success);
+        c.message = "No change detected.".into();
+        assert_eq!(c.judge(&UnverifiedPolicy).verdict, Verdict::NoChange);
+        c.message = "Error: element not found".into();
+        assert_eq!(c.judge(&UnverifiedPolicy).verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn generic_ignores_child_frames() {
+        let mut c = Case::new(TaskKind::Frame, "Select the row \"Order 7\" in the orders table.");
+        c.before_state.frames.push(frame(false, "f1", &[], vec![]));
+        c.after_state.frames.push(frame(false, "f2", &["Order 7"], vec![]));
+        assert_eq!(c.judge(&GenericPolicy).verdict, Verdict::NoChange);
+        // ...which the outcome policy does not.
+        assert_eq!(c.judge(&OutcomePolicy).verdict, Verdict::Success);
+        c.after_state.frames[0].dom_digest = "b".into();
+        assert_eq!(c.judge(&GenericPolicy).verdict, Verdict::Success);
+    }
+
+    #[test]
+    fn pixel_threshold_separates_a_caret_from_a_button() {
+        let mut c = Case::new(TaskKind::Grid, "Click the button \"Item 3\".");
+        c.after = obs("", png([0, 0, 0], 2));
+        assert_eq!(c.judge(&PixelPolicy::default()).verdict, Verdict::NoChange);
+        c.after = obs("", png([0, 0, 0], 400));
+        assert_eq!(c.judge(&PixelPolicy::default()).verdict, Verdict::Success);
+        // Changes below the channel tolerance are noise.
+        c.after = obs("", png([250, 250, 250], 400));
+        assert_eq!(c.judge(&PixelPolicy::default()).verdict, Verdict::NoChange);
+    }
+
+    #[test]
+    fn outcome_reads_the_field_back_exactly() {
+        let mut c = Case::new(TaskKind::Search, "Search for the exact record \"Record-10\": type it into the search field and submit.");
+        let field = |v: &str| Control {
+            tag: "input".into(),
+            kind: "text".into(),
+            name: "q".into(),
+            label: "Search records".into(),
+            value: v.into(),
+        };
+        c.after_state.url = "http://x/results".into();
+        c.after_state.frames[0].controls = vec![field("Record-10<|im_end|>")];
+        let j = c.judge(&OutcomePolicy);
+        assert_eq!(j.verdict, Verdict::Fail);
+        assert!(j.message.contains("<|im_end|>"));
+        c.after_state.frames[0].controls = vec![field("Record-10")];
+        assert_eq!(c.judge(&OutcomePolicy).verdict, Verdict::Success);
+        c.after_state.url = c.before_state.url.clone();
+        assert_eq!(c.judge(&OutcomePolicy).verdict, Verdict::NoChange);
+    }
+
+    #[test]
+    fn outcome_names_the_wrong_item() {
+        let mut c = Case::new(TaskKind::Grid, "Click the button \"Item 3\".");
+        assert_eq!(c.judge(&OutcomePolicy).verdict, Verdict::NoChange);
+        c.after_state.frames[0].selected = vec!["Item 30".into()];
+        let j = c.judge(&OutcomePolicy);
+        assert_eq!(j.verdict, Verdict::Fail);
+        assert!(j.message.contains("Item 30"));
+        c.after_state.frames[0].selected = vec!["Item 3".into()];
+        assert_eq!(c.judge(&OutcomePolicy).verdict, Verdict::Success);
+    }
+
+    #[test]
+    fn outcome_needs_the_value_in_the_observation() {
+        let mut c = Case::new(TaskKind::Chart, "Hover the bar for \"Mar\" and report the value its tooltip shows.");
+        c.after = obs("Monthly sales\nJan\nFeb\nMar", vec![]);
+        assert_eq!(c.judge(&OutcomePolicy).verdict, Verdict::NoChange);
+        c.after = obs("Monthly sales\nFeb: 41\nJan\nFeb\nMar", vec![]);
+        assert_eq!(c.judge(&OutcomePolicy).verdict, Verdict::Fail);
+        c.after = obs("Monthly sales\nMar: 57\nJan\nFeb\nMar", vec![]);
+        let j = c.judge(&OutcomePolicy);
+        assert_eq!(j.verdict, Verdict::Success);
+        assert!(j.message.contains("57"));
+    }
+
+    #[test]
+    fn registry_rebuilds_policies_by_name() {
+        let r = crate::Registry::default();
+        for name in crate::BUILTIN {
+            assert_eq!(r.build(name).unwrap().name(), name);
+        }
+        let e = r.build("outcom").err().unwrap();
+        assert!(e.contains("known: generic, outcome, pixel, unverified"), "{e}");
+    }
+}

@@ -1,0 +1,151 @@
+//! Verification policies: judging one action from what a real agent harness can observe.
+//!
+//! # The information barrier
+//!
+//! A policy sees an [`Evidence`] value and nothing else: the public instruction, the
+//! actions that were dispatched, the tool's own message, and the page as the browser
+//! showed it before and after the action (screenshots at the model's image size, the
+//! visible text of every frame, the URL, and a per-frame snapshot of form controls and
+//! selected elements read through CDP). It never sees the ground-truth ledger, and this
+//! is enforced structurally, not by convention:
+//!
+//! - this crate does not depend on `faultline-sites`, where ledgers live, so no policy
+//!   can name, hold or construct a `Ledger` or the `LedgerKey` that unlocks one
+//!   (see the `compile_fail` example below; the harness also has a test that inspects
+//!   the dependency graph);
+//! - this crate has no HTTP client and no browser handle; the evidence is a plain value
+//!   collected by the harness before judging, so a policy cannot go and fetch anything;
+//! - the ledger HTTP endpoint needs a per-run bearer token that only scoring holds.
+//!
+//! Expectations come from [`faultline_tasks::Instruction::expectation`], i.e. from the instruction text.
+//!
+//! ```compile_fail
+//! // faultline-sites is not a dependency of the policies crate: this cannot compile.
+//! use faultline_sites::LedgerKey;
+//! ```
+//!
+//! # Adding a policy
+//!
+//! Implement [`VerificationPolicy`] and register a constructor with
+//! [`Registry::register`]; stored runs refer to policies by name, so a report can say
+//! exactly which judged what.
+
+mod builtin;
+mod evidence;
+
+pub use builtin::{GenericPolicy, OutcomePolicy, PixelPolicy, UnverifiedPolicy};
+pub use evidence::{Control, Evidence, FrameSnapshot, Observation, PageState};
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+/// The three-valued verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The action achieved what was asked.
+    Success,
+    /// Nothing observable changed.
+    NoChange,
+    /// Something changed, but not what was asked (or the tool reported an error).
+    Fail,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Success => "success",
+            Verdict::NoChange => "no_change",
+            Verdict::Fail => "fail",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Verdict {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "success" => Ok(Verdict::Success),
+            "no_change" => Ok(Verdict::NoChange),
+            "fail" => Ok(Verdict::Fail),
+            _ => Err(format!("unknown verdict `{s}`")),
+        }
+    }
+}
+
+/// A verdict plus the message the agent would be told.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Judgement {
+    pub verdict: Verdict,
+    pub message: String,
+}
+
+impl Judgement {
+    pub fn new(verdict: Verdict, message: impl Into<String>) -> Judgement {
+        Judgement {
+            verdict,
+            message: message.into(),
+        }
+    }
+}
+
+/// Judges one action from observable evidence. See the crate docs for why a policy
+/// cannot reach the ledger.
+pub trait VerificationPolicy: Send + Sync {
+    /// The registry name, stored with every verdict.
+    fn name(&self) -> &str;
+    /// Judges the evidence. Must be deterministic: the same evidence, the same judgement.
+    fn judge(&self, evidence: &Evidence<'_>) -> Judgement;
+}
+
+type Constructor = fn() -> Box<dyn VerificationPolicy>;
+
+/// Policies by name, so a stored run can be re-judged by the same policies.
+#[derive(Clone)]
+pub struct Registry {
+    constructors: BTreeMap<String, Constructor>,
+}
+
+impl Default for Registry {
+    /// The four built-in policies.
+    fn default() -> Self {
+        let mut r = Registry {
+            constructors: BTreeMap::new(),
+        };
+        r.register("unverified", || Box::new(UnverifiedPolicy));
+        r.register("generic", || Box::new(GenericPolicy));
+        r.register("pixel", || Box::new(PixelPolicy::default()));
+        r.register("outcome", || Box::new(OutcomePolicy));
+        r
+    }
+}
+
+impl Registry {
+    pub fn register(&mut self, name: &str, constructor: Constructor) {
+        self.constructors.insert(name.to_string(), constructor);
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.constructors.keys().map(String::as_str).collect()
+    }
+
+    pub fn build(&self, name: &str) -> Result<Box<dyn VerificationPolicy>, String> {
+        self.constructors.get(name).map(|c| c()).ok_or_else(|| {
+            format!(
+                "unknown policy `{name}` (known: {})",
+                self.names().join(", ")
+            )
+        })
+    }
+}
+
+/// The built-in policy names in their canonical report order.
+pub const BUILTIN: [&str; 4] = ["unverified", "generic", "pixel", "outcome"];

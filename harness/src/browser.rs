@@ -1,0 +1,536 @@
+//! The browser driver: a real headless Chromium over CDP.
+//!
+//! We start Chromium ourselves rather than through chromiumoxide's launcher so that the
+//! child gets `PR_SET_PDEATHSIG = SIGKILL`: if faultline dies for any reason (even
+//! SIGKILL), the kernel kills its browser too, and no Chromium outlives a run or a test.
+//! Every trial runs in its own browser context (fresh cookies, storage and cache).
+
+use anyhow::{anyhow, bail, Context, Result};
+use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
+use chromiumoxide::cdp::browser_protocol::input::{
+    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams,
+    DispatchMouseEventType, InsertTextParams, MouseButton,
+};
+use chromiumoxide::cdp::browser_protocol::page::{
+    CaptureScreenshotFormat, CaptureScreenshotParams, NavigateParams, Viewport,
+};
+use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
+use chromiumoxide::cdp::browser_protocol::target::{CreateBrowserContextParams, CreateTargetParams};
+use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, ExecutionContextId};
+use chromiumoxide::{Browser, Page};
+use faultline_policies::{Control, FrameSnapshot, PageState};
+use faultline_tasks::{Point, Size};
+use futures::StreamExt;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// Where to find Chromium: `$FAULTLINE_CHROMIUM`, else the first of the usual names on
+/// the PATH.
+pub fn find_chromium(configured: Option<&Path>) -> Result<PathBuf> {
+    if let Some(p) = configured {
+        return Ok(p.to_path_buf());
+    }
+    if let Some(p) = std::env::var_os("FAULTLINE_CHROMIUM") {
+        return Ok(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        for name in ["chromium", "chromium-browser", "google-chrome", "chrome"] {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return Ok(candidate);
+            }
+        }
+    }
+    bail!("no Chromium found: install it (`apt-get install chromium`), put it on the PATH, or set FAULTLINE_CHROMIUM")
+}
+
+/// Command-line switches for a quiet, deterministic, offline headless Chromium.
+const CHROMIUM_ARGS: &[&str] = &[
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--disable-background-timer-throttling",
+    "--disable-renderer-backgrounding",
+    "--disable-backgrounding-occluded-windows",
+    "--disable-features=Translate,MediaRouter,OptimizationHints",
+    "--hide-scrollbars",
+    "--mute-audio",
+    "--force-color-profile=srgb",
+    "--font-render-hinting=none",
+    "--window-size=1200,800",
+    "--remote-debugging-port=0",
+];
+
+/// A running Chromium and its CDP connection.
+pub struct BrowserHandle {
+    browser: Arc<Browser>,
+    child: Child,
+    version: String,
+    _profile: tempfile::TempDir,
+    handler: tokio::task::JoinHandle<()>,
+}
+
+impl BrowserHandle {
+    /// Starts Chromium with a fresh profile directory and connects to it.
+    pub async fn launch(executable: &Path) -> Result<BrowserHandle> {
+        let profile = tempfile::Builder::new()
+            .prefix("faultline-chromium-")
+            .tempdir()
+            .context("creating a Chromium profile directory")?;
+        let mut cmd = Command::new(executable);
+        cmd.args(CHROMIUM_ARGS)
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("about:blank")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        // SAFETY: prctl is async-signal-safe and touches only the child's own state.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("starting Chromium at {}", executable.display()))?;
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let mut lines = BufReader::new(stderr).lines();
+        let ws = tokio::time::timeout(Duration::from_secs(20), async {
+            let mut seen = Vec::new();
+            while let Some(line) = lines.next_line().await? {
+                if let Some(url) = line.strip_prefix("DevTools listening on ") {
+                    return Ok::<_, anyhow::Error>(url.trim().to_string());
+                }
+                seen.push(line);
+            }
+            Err(anyhow!(
+                "Chromium exited before opening DevTools: {}",
+                seen.join(" | ")
+            ))
+        })
+        .await
+        .map_err(|_| anyhow!("Chromium did not open DevTools within 20 s"))??;
+        // Keep draining stderr so Chromium never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+
+        let (browser, mut handler) = Browser::connect(ws)
+            .await
+            .context("connecting to Chromium over CDP")?;
+        // Drive the handler until it ends; individual errors are unparseable events from
+        // a newer protocol and must not stop it.
+        let handler = tokio::spawn(async move { while handler.next().await.is_some() {} });
+        let version = browser
+            .version()
+            .await
+            .map(|v| v.product)
+            .unwrap_or_else(|_| "unknown".into());
+        Ok(BrowserHandle {
+            browser: Arc::new(browser),
+            child,
+            version,
+            _profile: profile,
+            handler,
+        })
+    }
+
+    /// The Chromium process id (for leak checks).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// The browser's product string, e.g. `Chrome/156.0.8078.114`.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// Opens a fresh browser context with one page sized to `viewport`.
+    pub async fn new_trial_page(&self, viewport: Size) -> Result<TrialPage> {
+        let context = self
+            .browser
+            .create_browser_context(CreateBrowserContextParams::default())
+            .await
+            .context("creating a browser context")?;
+        let params = CreateTargetParams::builder()
+            .url("about:blank")
+            .browser_context_id(context.clone())
+            .build()
+            .map_err(|e| anyhow!(e))?;
+        let page = self
+            .browser
+            .new_page(params)
+            .await
+            .context("opening a page")?;
+        page.execute(SetDeviceMetricsOverrideParams::new(
+            i64::from(viewport.width),
+            i64::from(viewport.height),
+            1.0,
+            false,
+        ))
+        .await
+        .context("setting the viewport")?;
+        Ok(TrialPage {
+            browser: self.browser.clone(),
+            context: Some(context),
+            page,
+            viewport,
+            captures: 0,
+        })
+    }
+
+    /// Closes the browser and waits for the process to exit.
+    pub async fn close(mut self) {
+        // Stop reading the socket first, so the kill is not reported as a CDP error.
+        self.handler.abort();
+        let _ = self.child.start_kill();
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
+    }
+}
+
+/// One trial's page in its own browser context.
+pub struct TrialPage {
+    browser: Arc<Browser>,
+    context: Option<BrowserContextId>,
+    page: Page,
+    viewport: Size,
+    captures: u64,
+}
+
+/// What [`TrialPage::capture`] returns: the observation and the page state read at the
+/// same instant, bracketed by the page clock.
+pub struct Capture {
+    pub png: Vec<u8>,
+    pub size: Size,
+    pub state: PageState,
+    pub text: String,
+    pub begin_ms: f64,
+    pub end_ms: f64,
+}
+
+#[derive(Deserialize)]
+struct RawFrame {
+    url: String,
+    html: String,
+    text: String,
+    controls: Vec<Control>,
+    selected: Vec<String>,
+}
+
+const SNAPSHOT_JS: &str = r#"(() => {
+  const name = (e) => (e.getAttribute('aria-label') || e.innerText || e.textContent || '').trim();
+  const selected = Array.from(document.querySelectorAll('[aria-pressed="true"],[aria-selected="true"],[aria-checked="true"]')).map(name);
+  const controls = Array.from(document.querySelectorAll('input,textarea,select'))
+    .filter((e) => e.type !== 'hidden')
+    .map((e) => ({
+      tag: e.tagName.toLowerCase(),
+      kind: (e.type || '').toLowerCase(),
+      name: e.name || e.id || '',
+      label: ((e.labels && e.labels[0]) ? e.labels[0].innerText : (e.getAttribute('aria-label') || '')).trim(),
+      value: String(e.value),
+    }));
+  return { url: location.href, html: document.documentElement.outerHTML,
+           text: document.body ? document.body.innerText : '', controls, selected };
+})()"#;
+
+impl TrialPage {
+    pub fn viewport(&self) -> Size {
+        self.viewport
+    }
+
+    /// Navigates and waits for the load event, web fonts and the frames' documents.
+    pub async fn goto(&self, url: &str) -> Result<()> {
+        self.page
+            .goto(NavigateParams::new(url))
+            .await
+            .with_context(|| format!("navigating to {url}"))?;
+        self.wait_ready(Duration::from_secs(10)).await
+    }
+
+    /// Evaluates `expression` in the top document (awaiting promises).
+    pub async fn eval(&self, expression: &str) -> Result<serde_json::Value> {
+        self.eval_in(None, expression).await
+    }
+
+    async fn eval_in(
+        &self,
+        context: Option<ExecutionContextId>,
+        expression: &str,
+    ) -> Result<serde_json::Value> {
+        let mut params = EvaluateParams::new(expression);
+        params.await_promise = Some(true);
+        params.return_by_value = Some(true);
+        params.context_id = context;
+        let resp = self
+            .page
+            .execute(params)
+            .await
+            .context("evaluating in the page")?;
+        if let Some(ex) = &resp.result.exception_details {
+            bail!("page script threw: {}", ex.text);
+        }
+        Ok(resp.result.result.value.clone().unwrap_or(serde_json::Value::Null))
+    }
+
+    /// Waits until the top document and every frame report `readyState == complete`.
+    pub async fn wait_ready(&self, timeout: Duration) -> Result<()> {
+        const JS: &str = r#"(async () => {
+          const docs = [document];
+          document.querySelectorAll('iframe').forEach((f) => { try { if (f.contentDocument) docs.push(f.contentDocument); } catch (e) {} });
+          const frameLoads = Array.from(document.querySelectorAll('iframe')).every((f) => { try { return f.contentDocument && f.contentDocument.readyState === 'complete' && f.contentWindow.location.href !== 'about:blank'; } catch (e) { return true; } });
+          if (!frameLoads || !docs.every((d) => d.readyState === 'complete')) return false;
+          await document.fonts.ready;
+          return true;
+        })()"#;
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            // Errors are expected while a navigation swaps the document; keep polling.
+            if let Ok(serde_json::Value::Bool(true)) = self.eval(JS).await {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                bail!("the page did not finish loading within {timeout:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// The page clock (`performance.now()` of the top document).
+    pub async fn page_now(&self) -> Result<f64> {
+        self.eval("performance.now()")
+            .await?
+            .as_f64()
+            .ok_or_else(|| anyhow!("performance.now() did not return a number"))
+    }
+
+    async fn mouse(&self, kind: DispatchMouseEventType, p: Point, button: bool) -> Result<()> {
+        let mut params = DispatchMouseEventParams::new(kind, p.x, p.y);
+        if button {
+            params.button = Some(MouseButton::Left);
+            params.click_count = Some(1);
+            params.buttons = Some(1);
+        }
+        self.page
+            .execute(params)
+            .await
+            .context("dispatching a mouse event")?;
+        Ok(())
+    }
+
+    /// A trusted left click at a viewport point.
+    pub async fn click(&self, p: Point) -> Result<()> {
+        self.mouse(DispatchMouseEventType::MouseMoved, p, false).await?;
+        self.mouse(DispatchMouseEventType::MousePressed, p, true).await?;
+        self.mouse(DispatchMouseEventType::MouseReleased, p, true).await
+    }
+
+    /// Moves the mouse to a viewport point.
+    pub async fn hover(&self, p: Point) -> Result<()> {
+        self.mouse(DispatchMouseEventType::MouseMoved, p, false).await
+    }
+
+    /// Inserts text into the focused element, as an IME commit would.
+    pub async fn insert_text(&self, text: &str) -> Result<()> {
+        self.page
+            .execute(InsertTextParams::new(text))
+            .await
+            .context("inserting text")?;
+        Ok(())
+    }
+
+    /// Presses and releases a named key (`Enter`, `Tab`, `Escape`, `Backspace`, ...).
+    pub async fn press(&self, key: &str) -> Result<()> {
+        let (code, vk, text) = match key {
+            "Enter" => ("Enter", 13, Some("\r")),
+            "Tab" => ("Tab", 9, None),
+            "Escape" => ("Escape", 27, None),
+            "Backspace" => ("Backspace", 8, None),
+            "ArrowDown" => ("ArrowDown", 40, None),
+            "ArrowUp" => ("ArrowUp", 38, None),
+            "Space" | " " => ("Space", 32, Some(" ")),
+            other => bail!("unsupported key `{other}` (supported: Enter, Tab, Escape, Backspace, ArrowDown, ArrowUp, Space)"),
+        };
+        for kind in [DispatchKeyEventType::KeyDown, DispatchKeyEventType::KeyUp] {
+            let mut p = DispatchKeyEventParams::new(kind.clone());
+            p.key = Some(if code == "Space" { " ".into() } else { code.into() });
+            p.code = Some(code.into());
+            p.windows_virtual_key_code = Some(vk);
+            p.native_virtual_key_code = Some(vk);
+            if kind == DispatchKeyEventType::KeyDown {
+                p.text = text.map(str::to_string);
+            }
+            self.page.execute(p).await.context("dispatching a key")?;
+        }
+        Ok(())
+    }
+
+    /// Scrolls with the mouse wheel at the centre of the viewport.
+    pub async fn scroll(&self, dx: f64, dy: f64) -> Result<()> {
+        let c = Point::new(
+            f64::from(self.viewport.width) / 2.0,
+            f64::from(self.viewport.height) / 2.0,
+        );
+        let mut p = DispatchMouseEventParams::new(DispatchMouseEventType::MouseWheel, c.x, c.y);
+        p.delta_x = Some(dx);
+        p.delta_y = Some(dy);
+        self.page.execute(p).await.context("scrolling")?;
+        Ok(())
+    }
+
+    /// The tag name of the top document's element at a viewport point.
+    pub async fn element_tag_at(&self, p: Point) -> Result<Option<String>> {
+        let v = self
+            .eval(&format!(
+                "(() => {{ const e = document.elementFromPoint({}, {}); return e ? e.tagName : null; }})()",
+                p.x, p.y
+            ))
+            .await?;
+        Ok(v.as_str().map(str::to_string))
+    }
+
+    /// Reads every frame's DOM through its own execution context.
+    pub async fn page_state(&self) -> Result<PageState> {
+        let main = self.page.mainframe().await?;
+        let mut frames = Vec::new();
+        let mut ids = self.page.frames().await?;
+        // Top frame first, the rest in a stable order (by URL) so snapshots compare.
+        ids.sort_by_key(|id| Some(id) != main.as_ref());
+        for id in ids {
+            let is_top = Some(&id) == main.as_ref();
+            let context = if is_top {
+                None
+            } else {
+                match self.page.frame_execution_context(id.clone()).await? {
+                    Some(c) => Some(c),
+                    None => continue,
+                }
+            };
+            let value = match self.eval_in(context, SNAPSHOT_JS).await {
+                Ok(v) => v,
+                // A detached or navigating child frame is not part of the page now.
+                Err(_) if !is_top => continue,
+                Err(e) => return Err(e),
+            };
+            let raw: RawFrame = serde_json::from_value(value).context("reading a frame snapshot")?;
+            if raw.url == "about:blank" && !is_top {
+                continue;
+            }
+            frames.push(FrameSnapshot {
+                url: raw.url,
+                is_top,
+                dom_digest: hex::encode(Sha256::digest(raw.html.as_bytes())),
+                text: raw.text,
+                controls: raw.controls,
+                selected: raw.selected,
+            });
+        }
+        frames.sort_by(|a, b| b.is_top.cmp(&a.is_top).then(a.url.cmp(&b.url)));
+        let url = frames
+            .iter()
+            .find(|f| f.is_top)
+            .map(|f| f.url.clone())
+            .ok_or_else(|| anyhow!("the page has no readable top frame"))?;
+        Ok(PageState { url, frames })
+    }
+
+    /// Captures an observation: a screenshot scaled to `image` plus every frame's DOM and
+    /// visible text, bracketed by ledger capture marks (so the ledger can say what the
+    /// page showed at that instant).
+    pub async fn capture(&mut self, image: Size) -> Result<Capture> {
+        let id = self.captures;
+        self.captures += 1;
+        let begin_ms = self
+            .eval(&format!("window.__faultline_capture ? window.__faultline_capture({id}, 'begin') : performance.now()"))
+            .await?
+            .as_f64()
+            .unwrap_or(f64::NAN);
+        let mut params = CaptureScreenshotParams::default();
+        params.format = Some(CaptureScreenshotFormat::Png);
+        params.clip = Some(Viewport {
+            x: 0.0,
+            y: 0.0,
+            width: f64::from(self.viewport.width),
+            height: f64::from(self.viewport.height),
+            scale: f64::from(image.width) / f64::from(self.viewport.width),
+        });
+        let shot = self.page.execute(params).await.context("taking a screenshot")?;
+        let png = base64_decode(shot.result.data.as_ref())?;
+        let state = self.page_state().await?;
+        let end_ms = self
+            .eval(&format!("window.__faultline_capture ? window.__faultline_capture({id}, 'end') : performance.now()"))
+            .await?
+            .as_f64()
+            .unwrap_or(f64::NAN);
+        let text = state
+            .frames
+            .iter()
+            .map(|f| f.text.trim())
+            .filter(|t| !t.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        Ok(Capture {
+            png,
+            size: image,
+            state,
+            text,
+            begin_ms,
+            end_ms,
+        })
+    }
+
+    /// Waits until every ledger request the page (and its frames) sent has been answered.
+    pub async fn flush_ledger(&self) -> Result<()> {
+        let v = tokio::time::timeout(
+            Duration::from_secs(5),
+            self.eval("window.__faultline_flush ? window.__faultline_flush() : true"),
+        )
+        .await
+        .map_err(|_| anyhow!("ledger requests still pending after 5 s"))??;
+        if v != serde_json::Value::Bool(true) {
+            bail!("ledger flush returned {v}");
+        }
+        Ok(())
+    }
+
+    /// Records the agent's answer on the page's ledger.
+    pub async fn record_answer(&self, value: &str) -> Result<()> {
+        let js = format!(
+            "window.__faultline_answer({})",
+            serde_json::to_string(value).expect("strings serialize")
+        );
+        self.eval(&js).await?;
+        Ok(())
+    }
+
+    /// Closes the page and disposes of its browser context.
+    pub async fn close(mut self) {
+        let _ = self.page.clone().close().await;
+        if let Some(ctx) = self.context.take() {
+            let _ = self.browser.dispose_browser_context(ctx).await;
+        }
+    }
+}
+
+fn base64_decode(data: &str) -> Result<Vec<u8>> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .context("decoding a screenshot")
+}

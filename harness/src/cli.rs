@@ -1,0 +1,302 @@
+//! The command line: raw flags (clap) -> validated requests -> actions, with every exit
+//! code decided in [`exit_code`].
+
+use crate::config::{self, Overrides};
+use crate::runner::{self, Harness, RunRequest};
+use anyhow::{anyhow, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use faultline_tasks::{DecisionSet, TaskKind};
+use std::io::IsTerminal;
+use std::io::Write as _;
+use std::path::PathBuf;
+
+/// faultline: fault injection and evaluation for browser-agent harnesses.
+///
+/// Replays recorded agent decisions on local fixture sites in a real headless Chromium,
+/// breaks the action round trip on purpose (parse, execute, feedback, observe), and
+/// measures whether verification policies detect the fault, scored against each site's
+/// ground-truth ledger.
+#[derive(Debug, Parser)]
+#[command(name = "faultline", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run an experiment (the embedded default when given nothing) and write its report.
+    ///
+    /// Writes results.sqlite, detection.csv, false_alarms.csv, report.md and the
+    /// screenshots of every trial into the output directory.
+    Run(RunArgs),
+    /// Serve the fixture sites on loopback for inspection and print their URLs.
+    Serve(ServeArgs),
+    /// Record decisions with an agent (the deterministic oracle) into JSONL files.
+    Record(RecordArgs),
+    /// Rebuild the tables and report of a stored run from its database alone.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Experiment config: a TOML file, or the name of an embedded config (`default`).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<String>,
+    /// Output directory [default: results/run-<UTC timestamp>].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Root seed; layouts, decisions and per-trial seeds all derive from it.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Layouts per task.
+    #[arg(long, value_name = "N")]
+    pub layouts: Option<u32>,
+    /// Concurrent trials [default: number of cores].
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Continue a run in --out: finished trials are skipped, none is stored twice.
+    #[arg(long)]
+    pub resume: bool,
+    /// Stop after N newly finished trials (leaves a resumable partial run).
+    #[arg(long, value_name = "N", hide = true)]
+    pub max_trials: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to bind; loopback by default.
+    #[arg(long, default_value = "127.0.0.1:0", value_name = "ADDR")]
+    pub bind: std::net::SocketAddr,
+    /// Root seed of the layouts whose URLs are printed.
+    #[arg(long, default_value_t = faultline_tasks::seed::DEFAULT_ROOT_SEED)]
+    pub seed: u64,
+    /// Layouts per task to list.
+    #[arg(long, default_value_t = 3)]
+    pub layouts: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Which agent records: `oracle` (reads the target through CDP; needs no model).
+    #[arg(long, default_value = "oracle")]
+    pub agent: String,
+    /// Root seed of the layouts to record.
+    #[arg(long, default_value_t = faultline_tasks::seed::DEFAULT_ROOT_SEED)]
+    pub seed: u64,
+    /// Layouts per task.
+    #[arg(long, default_value_t = 40)]
+    pub layouts: u32,
+    /// Tasks to record (comma-separated) [default: all].
+    #[arg(long, value_delimiter = ',')]
+    pub tasks: Vec<String>,
+    /// Directory for `<task>.jsonl` files.
+    #[arg(long, default_value = "tasks/decisions", value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A run's results.sqlite.
+    pub database: PathBuf,
+    /// Where to write the tables and report [default: beside the database].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// A problem with what the user asked for (exit code 2), as opposed to a failure while
+/// doing it (exit code 1).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// The one place exit codes are decided.
+pub fn exit_code(err: &anyhow::Error) -> i32 {
+    if err.downcast_ref::<UsageError>().is_some()
+        || err.downcast_ref::<faultline_tasks::DecisionError>().is_some()
+    {
+        2
+    } else {
+        1
+    }
+}
+
+fn usage(e: anyhow::Error) -> anyhow::Error {
+    anyhow!(UsageError(format!("{e:#}")))
+}
+
+/// Runs a parsed command line.
+pub async fn dispatch(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Run(args) => run(args).await,
+        Command::Serve(args) => serve(args).await,
+        Command::Record(args) => record(args).await,
+        Command::Report(args) => report(args),
+    }
+}
+
+async fn run(args: RunArgs) -> Result<()> {
+    let text = config::load_text(args.config.as_deref()).map_err(usage)?;
+    let overrides = Overrides {
+        seed: args.seed,
+        layouts: args.layouts,
+        jobs: args.jobs,
+    };
+    let config = config::resolve(&text, &overrides).map_err(usage)?;
+    let out = match args.out {
+        Some(o) => o,
+        None if args.resume => {
+            return Err(usage(anyhow!("--resume needs --out DIR (the run to continue)")))
+        }
+        None => PathBuf::from("results").join(format!("run-{}", utc_stamp())),
+    };
+    let jobs = config.jobs;
+    let summary = runner::run(RunRequest {
+        out,
+        resume: args.resume,
+        config,
+        config_text: text,
+        overrides,
+        max_trials: args.max_trials,
+        progress: std::io::stderr().is_terminal(),
+    })
+    .await?;
+    let secs = summary.detection_wall.as_secs_f64();
+    let mut stdout = std::io::stdout().lock();
+    writeln!(
+        stdout,
+        "detection: {} trials run, {} already stored, {} in all; wall time {:.1} s ({:.2} trials/s, jobs {})",
+        summary.trials_run,
+        summary.trials_skipped,
+        summary.trials_total,
+        secs,
+        if secs > 0.0 { summary.trials_run as f64 / secs } else { 0.0 },
+        jobs
+    )?;
+    writeln!(stdout, "results:   {}", summary.out.join("results.sqlite").display())?;
+    writeln!(stdout, "report:    {}", summary.report.display())?;
+    Ok(())
+}
+
+async fn serve(args: ServeArgs) -> Result<()> {
+    let (server, key) = faultline_sites::FixtureServer::start(args.bind)
+        .await
+        .with_context(|| format!("binding {}", args.bind))?;
+    let base = server.base_url();
+    println!("faultline fixture sites at {base}/");
+    for task in TaskKind::ALL {
+        for i in 0..args.layouts {
+            let l = faultline_tasks::Layout::for_root(args.seed, task, i);
+            println!("  {base}/s/inspect/{task}?layout={i}&seed={}   {}", l.seed, l.instruction().text);
+        }
+    }
+    println!("ledgers: {base}/api/ledger/<scope> with header `Authorization: Bearer {}`", key.bearer_token());
+    println!("press Ctrl-C to stop");
+    tokio::signal::ctrl_c().await?;
+    server.shutdown().await;
+    Ok(())
+}
+
+async fn record(args: RecordArgs) -> Result<()> {
+    if args.agent != "oracle" {
+        return Err(usage(anyhow!(
+            "--agent: unknown agent `{}` (available: oracle)",
+            args.agent
+        )));
+    }
+    let tasks: Vec<TaskKind> = if args.tasks.is_empty() {
+        TaskKind::ALL.to_vec()
+    } else {
+        args.tasks
+            .iter()
+            .map(|t| t.parse().map_err(|e: String| usage(anyhow!("--tasks: {e}"))))
+            .collect::<Result<_>>()?
+    };
+    let overrides = Overrides {
+        seed: Some(args.seed),
+        layouts: Some(args.layouts),
+        jobs: None,
+    };
+    let config = config::resolve(&config::load_text(None)?, &overrides)?;
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let harness = Harness::start(&config).await?;
+    let result = async {
+        for task in tasks {
+            let mut set = DecisionSet::default();
+            for index in 0..args.layouts {
+                let d = crate::record::record_oracle(&harness.env, args.seed, task, index).await?;
+                set.decisions.push(d);
+            }
+            let path = args.out.join(format!("{task}.jsonl"));
+            std::fs::write(&path, set.to_jsonl()).with_context(|| format!("writing {}", path.display()))?;
+            println!("{}: {} decisions, all verified on a clean page", path.display(), set.decisions.len());
+        }
+        Ok::<_, anyhow::Error>(())
+    }
+    .await;
+    harness.shutdown().await;
+    result
+}
+
+fn report(args: ReportArgs) -> Result<()> {
+    let db = faultline_analysis::db::ResultsDb::open_read_only(&args.database).map_err(usage)?;
+    let out = args.out.unwrap_or_else(|| {
+        args.database
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("."))
+    });
+    let files = faultline_analysis::report::write_all(&db, &out)?;
+    println!("report: {}", files.report_md.display());
+    Ok(())
+}
+
+/// `YYYYmmdd-HHMMSS` in UTC, without a date-time dependency.
+fn utc_stamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn usage_errors_exit_2_and_failures_exit_1() {
+        assert_eq!(exit_code(&usage(anyhow!("bad flag"))), 2);
+        assert_eq!(exit_code(&anyhow!("browser crashed")), 1);
+    }
+
+    #[test]
+    fn utc_stamp_has_the_expected_shape() {
+        let s = utc_stamp();
+        assert_eq!(s.len(), 15);
+        assert_eq!(&s[8..9], "-");
+        assert!(s.starts_with("20"));
+    }
+}

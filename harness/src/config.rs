@@ -1,0 +1,299 @@
+//! Experiment configuration: a TOML file (or the embedded default) plus command-line
+//! overrides, resolved into one validated [`ExperimentConfig`].
+//!
+//! Both forms are stored with the run: the config *as passed* (file text and flags) and
+//! *as resolved* (every default filled in), so a paper can cite exactly what ran.
+
+use crate::roundtrip::Timing;
+use anyhow::{bail, Result};
+use faultline_policies::Registry;
+use faultline_tasks::layout::{IMAGE, VIEWPORT};
+use faultline_tasks::seed::DEFAULT_ROOT_SEED;
+use faultline_tasks::{Size, TaskKind};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The embedded default experiment.
+pub const DEFAULT_CONFIG: &str = include_str!("../configs/default.toml");
+
+/// Names accepted by `--config` besides file paths.
+pub const EMBEDDED: &[(&str, &str)] = &[("default", DEFAULT_CONFIG)];
+
+/// The file format. Every field is optional; unknown fields are errors.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub seed: Option<u64>,
+    pub layouts: Option<u32>,
+    pub jobs: Option<usize>,
+    pub tasks: Option<Vec<String>>,
+    pub policies: Option<Vec<String>>,
+    /// `"auto"` (committed decisions when they cover the run, else record with the
+    /// oracle) or a path to a decision JSONL file.
+    pub decisions: Option<String>,
+    pub timing: Option<TimingFile>,
+    pub browser: Option<BrowserFile>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimingFile {
+    pub settle_ms: Option<u64>,
+    pub hover_settle_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BrowserFile {
+    pub executable: Option<PathBuf>,
+}
+
+/// Overrides from the command line.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Overrides {
+    pub seed: Option<u64>,
+    pub layouts: Option<u32>,
+    pub jobs: Option<usize>,
+}
+
+/// Where the decisions come from, once resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "path")]
+pub enum DecisionSource {
+    Auto,
+    File(PathBuf),
+}
+
+/// A validated experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentConfig {
+    /// The config's name or path.
+    pub source: String,
+    pub seed: u64,
+    pub layouts: u32,
+    /// Concurrent trials. Not part of what a run *is*: resuming with another value is fine.
+    pub jobs: usize,
+    pub tasks: Vec<TaskKind>,
+    pub policies: Vec<String>,
+    pub decisions: DecisionSource,
+    pub timing: Timing,
+    pub viewport: Size,
+    pub image: Size,
+    pub chromium: Option<PathBuf>,
+}
+
+impl ExperimentConfig {
+    /// The parts that define the results (everything but `jobs` and `source`), for
+    /// checking that a resumed run is the same experiment.
+    pub fn identity(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).expect("config serializes");
+        if let Some(o) = v.as_object_mut() {
+            o.remove("jobs");
+            o.remove("source");
+            o.remove("chromium");
+        }
+        v
+    }
+}
+
+/// The config text as passed: its name and contents.
+pub struct ConfigText {
+    pub name: String,
+    pub text: String,
+}
+
+/// Loads `--config` (an embedded name or a file path); `None` means the default.
+pub fn load_text(arg: Option<&str>) -> Result<ConfigText> {
+    let arg = arg.unwrap_or("default");
+    if let Some((name, text)) = EMBEDDED.iter().find(|(n, _)| *n == arg) {
+        return Ok(ConfigText {
+            name: format!("embedded:{name}"),
+            text: text.to_string(),
+        });
+    }
+    let path = Path::new(arg);
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(ConfigText {
+            name: path.display().to_string(),
+            text,
+        }),
+        Err(e) => {
+            let names: Vec<&str> = EMBEDDED.iter().map(|(n, _)| *n).collect();
+            bail!(
+                "{}: cannot read config ({e}); --config takes a file path or one of: {}",
+                path.display(),
+                names.join(", ")
+            )
+        }
+    }
+}
+
+/// 1-based line of a byte offset.
+fn line_of_offset(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The line where `key = ...` is set, for validation errors.
+fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    text.lines().position(|l| {
+        let l = l.trim_start();
+        l.strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with('='))
+    })
+    .map(|i| i + 1)
+}
+
+/// Parses and validates a config, applying overrides.
+pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentConfig> {
+    let file: ConfigFile = toml::from_str(&config.text).map_err(|e| {
+        let line = e.span().map(|s| line_of_offset(&config.text, s.start));
+        let field = line
+            .and_then(|l| config.text.lines().nth(l - 1))
+            .and_then(|l| l.split_once('=').map(|(k, _)| k.trim().to_string()))
+            .filter(|k| !k.is_empty() && !k.starts_with('['));
+        let msg = e.message().trim().to_string();
+        match (line, field) {
+            (Some(l), Some(f)) if !msg.contains(&f) => anyhow::anyhow!("{}:{l}: {f}: {msg}", config.name),
+            (Some(l), _) => anyhow::anyhow!("{}:{l}: {msg}", config.name),
+            (None, _) => anyhow::anyhow!("{}: {msg}", config.name),
+        }
+    })?;
+    let at = |key: &str| match line_of_key(&config.text, key) {
+        Some(l) => format!("{}:{l}: {key}", config.name),
+        None => format!("{}: {key}", config.name),
+    };
+
+    let seed = overrides.seed.or(file.seed).unwrap_or(DEFAULT_ROOT_SEED);
+    let layouts = overrides.layouts.or(file.layouts).unwrap_or(40);
+    if layouts == 0 || layouts > 10_000 {
+        bail!("{}: expected a number of layouts between 1 and 10000, found {layouts}", at("layouts"));
+    }
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let jobs = match overrides.jobs.or(file.jobs) {
+        None | Some(0) => cores,
+        Some(j) if j > 64 => bail!("{}: expected at most 64 concurrent trials, found {j}", at("jobs")),
+        Some(j) => j,
+    };
+    let tasks = match &file.tasks {
+        None => TaskKind::ALL.to_vec(),
+        Some(list) => {
+            let mut out = Vec::new();
+            for t in list {
+                let task: TaskKind = t.parse().map_err(|e| anyhow::anyhow!("{}: {e}", at("tasks")))?;
+                if out.contains(&task) {
+                    bail!("{}: task `{t}` is listed twice", at("tasks"));
+                }
+                out.push(task);
+            }
+            if out.is_empty() {
+                bail!("{}: expected at least one task", at("tasks"));
+            }
+            out
+        }
+    };
+    let registry = Registry::default();
+    let policies = match &file.policies {
+        None => faultline_policies::BUILTIN.iter().map(|s| s.to_string()).collect(),
+        Some(list) => {
+            for p in list {
+                registry.build(p).map_err(|e| anyhow::anyhow!("{}: {e}", at("policies")))?;
+            }
+            if list.is_empty() {
+                bail!("{}: expected at least one policy", at("policies"));
+            }
+            list.clone()
+        }
+    };
+    let decisions = match file.decisions.as_deref() {
+        None | Some("auto") => DecisionSource::Auto,
+        Some(p) => DecisionSource::File(PathBuf::from(p)),
+    };
+    let defaults = Timing::default();
+    let timing = Timing {
+        settle_ms: file
+            .timing
+            .as_ref()
+            .and_then(|t| t.settle_ms)
+            .unwrap_or(defaults.settle_ms),
+        hover_settle_ms: file
+            .timing
+            .as_ref()
+            .and_then(|t| t.hover_settle_ms)
+            .unwrap_or(defaults.hover_settle_ms),
+    };
+    if timing.hover_settle_ms > 10_000 || timing.settle_ms > 10_000 {
+        bail!("{}: settle times above 10000 ms are almost certainly a typo", at("timing"));
+    }
+    Ok(ExperimentConfig {
+        source: config.name.clone(),
+        seed,
+        layouts,
+        jobs,
+        tasks,
+        policies,
+        decisions,
+        timing,
+        viewport: VIEWPORT,
+        image: IMAGE,
+        chromium: file.browser.and_then(|b| b.executable),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(s: &str) -> ConfigText {
+        ConfigText {
+            name: "exp.toml".into(),
+            text: s.into(),
+        }
+    }
+
+    #[test]
+    fn embedded_default_resolves_to_the_reference_experiment() {
+        let c = resolve(&load_text(None).unwrap(), &Overrides::default()).unwrap();
+        assert_eq!(c.seed, DEFAULT_ROOT_SEED);
+        assert_eq!(c.layouts, 40);
+        assert_eq!(c.tasks, TaskKind::ALL.to_vec());
+        assert_eq!(c.policies, vec!["unverified", "generic", "pixel", "outcome"]);
+        assert_eq!(c.decisions, DecisionSource::Auto);
+    }
+
+    #[test]
+    fn overrides_win_and_jobs_do_not_change_identity() {
+        let o = Overrides {
+            seed: Some(9),
+            layouts: Some(3),
+            jobs: Some(1),
+        };
+        let a = resolve(&text("seed = 2\nlayouts = 5\n"), &o).unwrap();
+        assert_eq!((a.seed, a.layouts, a.jobs), (9, 3, 1));
+        let b = resolve(&text("seed = 9\nlayouts = 3\njobs = 7\n"), &Overrides::default()).unwrap();
+        assert_eq!(a.identity(), b.identity());
+    }
+
+    #[test]
+    fn errors_name_file_line_and_field() {
+        let e = resolve(&text("seed = 1\nlayouts = \"many\"\n"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("exp.toml:2: layouts:"), "{e}");
+        let e = resolve(&text("seed = 1\nlayuots = 3\n"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("exp.toml:2:") && e.contains("layuots"), "{e}");
+        let e = resolve(&text("tasks = [\"grid\", \"grdi\"]\n"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("exp.toml:1: tasks: unknown task `grdi`"), "{e}");
+        let e = resolve(&text("\npolicies = [\"outcom\"]\n"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("exp.toml:2: policies: unknown policy `outcom`"), "{e}");
+        let e = resolve(&text("layouts = 0\n"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("exp.toml:1: layouts: expected"), "{e}");
+    }
+}

@@ -1,0 +1,34 @@
+use clap::Parser;
+use faultline::cli::{dispatch, exit_code, Cli};
+
+fn main() {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FAULTLINE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("faultline: error: cannot start the async runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let result = runtime.block_on(async {
+        tokio::select! {
+            r = dispatch(cli) => r,
+            _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!(
+                "interrupted; finished trials are stored, continue with `faultline run --resume --out DIR`"
+            )),
+        }
+    });
+    // Dropping the runtime drops the browser handles, which kill Chromium.
+    drop(runtime);
+    if let Err(e) = result {
+        eprintln!("faultline: error: {e:#}");
+        std::process::exit(exit_code(&e));
+    }
+}

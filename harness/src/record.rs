@@ -1,0 +1,130 @@
+//! Recording decisions with the deterministic oracle.
+//!
+//! The oracle plays a perfect model: on a clean page it finds the target named in the
+//! instruction through CDP (the element's box as the browser laid it out), converts its
+//! centre to image coordinates, and writes a model-style reply. For the chart it hovers,
+//! waits for the tooltip and reads the value from the observation text, exactly as a
+//! model would read it from the screenshot. Each decision is then replayed on a fresh
+//! clean page and kept only if the ledger confirms it succeeded.
+
+use crate::roundtrip::RoundTrip;
+use crate::trial::{run_trial, TrialEnv};
+use anyhow::{anyhow, bail, Context, Result};
+use faultline_sites::Scope;
+use faultline_tasks::decision::DECISION_SCHEMA;
+use faultline_tasks::{parse_reply, Decision, Layout, Point, TaskKind};
+
+/// Finds the target's centre (viewport coordinates) on the live page.
+async fn locate(page: &crate::browser::TrialPage, layout: &Layout) -> Result<Point> {
+    let target = serde_json::to_string(layout.target())?;
+    let js = match layout.task {
+        TaskKind::Search => return Err(anyhow!("the search task has no point to locate")),
+        TaskKind::Grid => format!(
+            "(() => {{ const b = Array.from(document.querySelectorAll('button')).find((e) => e.textContent.trim() === {target});
+               if (!b) return null; const r = b.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; }})()"
+        ),
+        TaskKind::Frame => format!(
+            "(() => {{ const f = document.querySelector('iframe'); if (!f) return null; const fr = f.getBoundingClientRect();
+               const row = Array.from(f.contentDocument.querySelectorAll('tr')).find((e) => e.getAttribute('aria-label') === {target});
+               if (!row) return null; const r = row.getBoundingClientRect();
+               return [fr.left + r.left + r.width / 2, fr.top + r.top + r.height / 2]; }})()"
+        ),
+        TaskKind::Chart => format!(
+            "(() => {{ const label = Array.from(document.querySelectorAll('.axis')).find((e) => e.textContent.trim() === {target});
+               if (!label) return null; const lr = label.getBoundingClientRect(); const cx = lr.left + lr.width / 2;
+               const bar = Array.from(document.querySelectorAll('.bar')).find((b) => {{ const r = b.getBoundingClientRect(); return r.left <= cx && cx <= r.right; }});
+               if (!bar) return null; const r = bar.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; }})()"
+        ),
+    };
+    let v = page.eval(&js).await?;
+    let arr = v
+        .as_array()
+        .filter(|a| a.len() == 2)
+        .ok_or_else(|| anyhow!("target {} not found on the page", layout.target()))?;
+    Ok(Point::new(
+        arr[0].as_f64().unwrap_or(f64::NAN),
+        arr[1].as_f64().unwrap_or(f64::NAN),
+    ))
+}
+
+/// Writes the oracle's reply for one layout.
+async fn oracle_reply(env: &TrialEnv, layout: &Layout) -> Result<String> {
+    if layout.task == TaskKind::Search {
+        return Ok(format!(
+            "type({})\npress(\"Enter\")",
+            serde_json::to_string(layout.target())?
+        ));
+    }
+    let image = faultline_tasks::layout::IMAGE;
+    let mut page = env.browser.new_trial_page(env.viewport).await?;
+    let scope = Scope::random();
+    let result = async {
+        page.goto(&env.server.page_url(&scope, layout)).await?;
+        let centre = locate(&page, layout).await?;
+        let p = centre.scale(env.viewport, image);
+        let (x, y) = (p.x.round(), p.y.round());
+        match layout.task {
+            TaskKind::Grid | TaskKind::Frame => Ok(format!("click({x}, {y})")),
+            TaskKind::Chart => {
+                // Hover like a model would and read the tooltip from the observation.
+                let hover = format!("hover({x}, {y})");
+                let mut rt = RoundTrip {
+                    page: &mut page,
+                    fault: None,
+                    image,
+                    timing: env.timing,
+                };
+                let step = rt
+                    .step(&hover)
+                    .await?
+                    .map_err(|e| anyhow!("oracle reply did not parse: {e}"))?;
+                let needle = format!("{}: ", layout.target());
+                let value: String = step
+                    .after
+                    .text
+                    .split(&needle)
+                    .nth(1)
+                    .map(|rest| rest.chars().take_while(|c| c.is_ascii_digit()).collect())
+                    .filter(|v: &String| !v.is_empty())
+                    .ok_or_else(|| anyhow!("the tooltip for {} never appeared", layout.target()))?;
+                Ok(format!("{hover}\nanswer(\"{value}\")"))
+            }
+            TaskKind::Search => unreachable!("handled above"),
+        }
+    }
+    .await;
+    page.close().await;
+    // The scope's ledger is not needed; nothing reads it.
+    result
+}
+
+/// Records and verifies the oracle decision for one layout.
+pub async fn record_oracle(env: &TrialEnv, root_seed: u64, task: TaskKind, index: u32) -> Result<Decision> {
+    let layout = Layout::for_root(root_seed, task, index);
+    let reply = oracle_reply(env, &layout)
+        .await
+        .with_context(|| format!("oracle on {task} layout {index}"))?;
+    let decision = Decision {
+        schema: DECISION_SCHEMA,
+        task,
+        root_seed,
+        layout_index: index,
+        layout_seed: layout.seed,
+        instruction: layout.instruction().text,
+        actions: parse_reply(&reply).map_err(|e| anyhow!("oracle reply {reply:?}: {e}"))?,
+        reply,
+        image: faultline_tasks::layout::IMAGE,
+        viewport: env.viewport,
+        source: "oracle".into(),
+    };
+    decision.validate().map_err(|e| anyhow!(e))?;
+    // Keep only decisions that succeed on a clean page, per the ledger.
+    let check = run_trial(env, &decision, None).await?;
+    if !check.truth.achieved {
+        bail!(
+            "oracle decision for {task} layout {index} failed on the clean page: {}",
+            check.truth.detail
+        );
+    }
+    Ok(decision)
+}

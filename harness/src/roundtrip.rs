@@ -1,0 +1,270 @@
+//! The agent's action round trip as four explicit stages, each with a fault hook:
+//!
+//! 1. **parse**: reply text -> typed actions (chat special tokens are stripped first);
+//! 2. **execute**: actions -> browser input events (image points scaled to the viewport);
+//! 3. **feedback**: what the tool reports back about what it did;
+//! 4. **observe**: after a settle wait, a screenshot at image size + the visible text of
+//!    every frame, captured at the same instant.
+//!
+//! A [`StageFault`] acts only at its own stage's hook and leaves a [`Witness`] when it
+//! changed something. The round trip never reads the ledger.
+
+use crate::browser::TrialPage;
+use anyhow::Result;
+use faultline_faults::{StageFault, Witness};
+use faultline_policies::{Observation, PageState};
+use faultline_tasks::{parse_reply, Action, Point, Size};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Chat special tokens an honest parse stage strips before parsing.
+pub const SPECIAL_TOKENS: &[&str] = &["<|im_end|>", "<|eot_id|>", "<|end|>", "<|endoftext|>", "</s>"];
+
+/// Timing knobs of the round trip.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    /// Wait after clicks, typing, keys and scrolls before observing.
+    pub settle_ms: u64,
+    /// Wait after a hover before observing (tooltips need time).
+    pub hover_settle_ms: u64,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            settle_ms: 120,
+            hover_settle_ms: 600,
+        }
+    }
+}
+
+/// One dispatched action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Executed {
+    pub action: Action,
+    /// The viewport point the event was sent to, for pointer actions.
+    pub viewport_point: Option<Point>,
+    /// The honest tool message for this action, before any feedback fault.
+    pub message: String,
+}
+
+/// Everything one step of the round trip did and saw.
+pub struct StepOutcome {
+    /// Actions after the parse stage (including any parse fault).
+    pub actions: Vec<Action>,
+    pub executed: Vec<Executed>,
+    /// The tool message the agent and the policies are given (after the feedback hook).
+    pub tool_message: String,
+    pub after: Observation,
+    pub after_state: PageState,
+    /// The answer the step gave, if any.
+    pub answer: Option<String>,
+    /// Whether the step asked to stop.
+    pub stop: bool,
+    /// The fault's witness, when it fired.
+    pub witness: Option<Witness>,
+}
+
+/// The parse stage's error (the reply is recorded; the step ends there).
+#[derive(Debug, thiserror::Error)]
+#[error("parse error: {0}")]
+pub struct ReplyError(pub String);
+
+/// The stage where parse happens, exposed for agents and tests.
+pub fn parse_stage(reply: &str, fault: Option<StageFault>) -> Result<(Vec<Action>, Option<Witness>), ReplyError> {
+    let mut cleaned = reply.to_string();
+    for token in SPECIAL_TOKENS {
+        cleaned = cleaned.replace(token, "");
+    }
+    let mut actions = parse_reply(&cleaned).map_err(|e| ReplyError(e.to_string()))?;
+    let witness = fault.and_then(|f| f.on_parse(&mut actions));
+    Ok((actions, witness))
+}
+
+/// The round trip over one trial page.
+pub struct RoundTrip<'a> {
+    pub page: &'a mut TrialPage,
+    pub fault: Option<StageFault>,
+    pub image: Size,
+    pub timing: Timing,
+}
+
+impl RoundTrip<'_> {
+    /// Captures an observation without acting (the "before" picture).
+    pub async fn observe_now(&mut self) -> Result<(Observation, PageState)> {
+        let c = self.page.capture(self.image).await?;
+        Ok((
+            Observation {
+                png: c.png,
+                size: c.size,
+                text: c.text,
+            },
+            c.state,
+        ))
+    }
+
+    /// Runs one reply through parse -> execute -> feedback -> observe.
+    pub async fn step(&mut self, reply: &str) -> Result<Result<StepOutcome, ReplyError>> {
+        let (actions, parse_witness) = match parse_stage(reply, self.fault) {
+            Ok(v) => v,
+            Err(e) => return Ok(Err(e)),
+        };
+        let mut witness = parse_witness;
+        let mut executed = Vec::new();
+        let mut messages = Vec::new();
+        let mut answer = None;
+        let mut stop = false;
+        let mut last_pointer_into_iframe = false;
+        let mut hovered_at: Option<f64> = None;
+        let mut waited_ms = 0u64;
+
+        for action in &actions {
+            // --- execute stage ---
+            let viewport_point = match action.point() {
+                Some(p) => {
+                    let (vp, w) = match self.fault {
+                        Some(f) => f.on_execute(p, self.image, self.page.viewport()),
+                        None => (p.scale(self.image, self.page.viewport()), None),
+                    };
+                    witness = witness.or(w);
+                    Some(vp)
+                }
+                None => None,
+            };
+            let message = match action {
+                Action::Click { .. } => {
+                    let p = viewport_point.expect("clicks have points");
+                    last_pointer_into_iframe =
+                        self.page.element_tag_at(p).await?.as_deref() == Some("IFRAME");
+                    self.page.click(p).await?;
+                    format!("Clicked at {}.", p)
+                }
+                Action::Hover { .. } => {
+                    let p = viewport_point.expect("hovers have points");
+                    last_pointer_into_iframe = false;
+                    self.page.hover(p).await?;
+                    hovered_at = Some(self.page.page_now().await?);
+                    format!("Moved the mouse to {}.", p)
+                }
+                Action::Type { text } => {
+                    self.page.insert_text(text).await?;
+                    format!("Typed {text:?}.")
+                }
+                Action::Press { key } => match self.page.press(key).await {
+                    Ok(()) => format!("Pressed {key}."),
+                    Err(e) => format!("Error: {e}"),
+                },
+                Action::Scroll { dx, dy } => {
+                    self.page.scroll(*dx, *dy).await?;
+                    format!("Scrolled by ({dx}, {dy}).")
+                }
+                Action::Wait { ms } => {
+                    tokio::time::sleep(Duration::from_millis(*ms)).await;
+                    waited_ms += ms;
+                    format!("Waited {ms} ms.")
+                }
+                Action::Answer { value } => {
+                    answer = Some(value.clone());
+                    format!("Answered {value:?}.")
+                }
+                Action::Stop => {
+                    stop = true;
+                    "Stopped.".to_string()
+                }
+            };
+            messages.push(message.clone());
+            executed.push(Executed {
+                action: action.clone(),
+                viewport_point,
+                message,
+            });
+        }
+
+        // --- feedback stage ---
+        let honest = messages
+            .iter()
+            .zip(&actions)
+            .filter(|(_, a)| a.is_browser_action())
+            .map(|(m, _)| m.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let honest = if honest.is_empty() {
+            messages.join(" ")
+        } else {
+            honest
+        };
+        let tool_message = match self.fault {
+            Some(f) => {
+                let (m, w) = f.on_feedback(&honest, last_pointer_into_iframe);
+                witness = witness.or(w);
+                m
+            }
+            None => honest,
+        };
+
+        // --- observe stage ---
+        let browser_acted = actions.iter().any(Action::is_browser_action);
+        let skip_hover_settle = self.fault.is_some_and(StageFault::skips_hover_settle);
+        let settle = if hovered_at.is_some() {
+            if skip_hover_settle {
+                0
+            } else {
+                self.timing.hover_settle_ms
+            }
+        } else if browser_acted {
+            self.timing.settle_ms
+        } else {
+            0
+        };
+        let settle = settle.saturating_sub(waited_ms);
+        if settle > 0 {
+            tokio::time::sleep(Duration::from_millis(settle)).await;
+        }
+        self.page.wait_ready(Duration::from_secs(10)).await?;
+        let capture = self.page.capture(self.image).await?;
+        if let (true, Some(hover_at)) = (skip_hover_settle, hovered_at) {
+            // Witness: wait as long as an honest observe stage would have, then read
+            // when the tooltip appeared from the page itself.
+            tokio::time::sleep(Duration::from_millis(self.timing.hover_settle_ms)).await;
+            let shown = self
+                .page
+                .eval("(() => { const t = document.querySelector('[role=\"tooltip\"]'); return t && !t.hidden && t.dataset.shownAt ? Number(t.dataset.shownAt) : null; })()")
+                .await?
+                .as_f64();
+            witness = witness.or(Witness::capture_before_tooltip(hover_at, capture.end_ms, shown));
+        }
+        if let Some(a) = &answer {
+            self.page.record_answer(a).await?;
+        }
+        Ok(Ok(StepOutcome {
+            actions,
+            executed,
+            tool_message,
+            after: Observation {
+                png: capture.png,
+                size: capture.size,
+                text: capture.text,
+            },
+            after_state: capture.state,
+            answer,
+            stop,
+            witness,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn honest_parse_strips_special_tokens_and_the_fault_does_not() {
+        let (a, w) = parse_stage("type(\"Record-10\")<|im_end|>", None).unwrap();
+        assert_eq!(a, vec![Action::Type { text: "Record-10".into() }]);
+        assert!(w.is_none());
+        let (a, w) = parse_stage("type(\"Record-10\")\npress(\"Enter\")", Some(StageFault::TokenLeak)).unwrap();
+        assert_eq!(a[0], Action::Type { text: "Record-10<|im_end|>".into() });
+        assert!(w.is_some());
+        assert!(parse_stage("click(1)", None).is_err());
+    }
+}

@@ -1,0 +1,172 @@
+//! One detection trial: replay a recorded decision on a fresh page, with or without its
+//! stage fault, let every policy judge the same record, then score against the ledger.
+//!
+//! The order matters for the information barrier: policies judge first, from the
+//! evidence only; the ledger is read afterwards, by [`Scorer`], which alone holds the
+//! ledger key.
+
+use crate::browser::BrowserHandle;
+use crate::roundtrip::{RoundTrip, Timing};
+use anyhow::{Context, Result};
+use faultline_faults::{StageFault, Witness};
+use faultline_policies::{Evidence, Judgement, VerificationPolicy};
+use faultline_sites::{FixtureServer, Ledger, LedgerKey, Scope, Truth};
+use faultline_tasks::{Decision, Layout, Size};
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Reads ledgers and judges truth. The only holder of the ledger key.
+pub struct Scorer {
+    key: LedgerKey,
+}
+
+impl Scorer {
+    pub fn new(key: LedgerKey) -> Scorer {
+        Scorer { key }
+    }
+
+    /// Takes the scope's ledger and judges it against the layout.
+    pub fn score(&self, scope: &Scope, layout: &Layout) -> (Ledger, Truth) {
+        let ledger = self.key.take(scope);
+        let truth = faultline_sites::judge(layout, &ledger);
+        (ledger, truth)
+    }
+}
+
+/// What a trial needs from the run.
+pub struct TrialEnv {
+    pub browser: Arc<BrowserHandle>,
+    pub server: Arc<FixtureServer>,
+    pub scorer: Arc<Scorer>,
+    pub policies: Arc<Vec<Box<dyn VerificationPolicy>>>,
+    pub timing: Timing,
+    pub viewport: Size,
+}
+
+/// Whether a trial runs with its fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Condition {
+    Faulty,
+    Working,
+}
+
+impl Condition {
+    pub fn name(self) -> &'static str {
+        match self {
+            Condition::Faulty => "faulty",
+            Condition::Working => "working",
+        }
+    }
+}
+
+/// Everything a finished trial produced.
+pub struct TrialResult {
+    pub actions: Vec<faultline_tasks::Action>,
+    pub executed_json: String,
+    pub tool_message: String,
+    pub observation_text: String,
+    pub before_png: Vec<u8>,
+    pub after_png: Vec<u8>,
+    pub evidence_json: String,
+    pub witness: Option<Witness>,
+    pub judgements: Vec<(String, Judgement)>,
+    pub ledger: Ledger,
+    pub truth: Truth,
+    pub duration_ms: f64,
+    /// Set when the reply could not be parsed (no browser action was taken).
+    pub parse_error: Option<String>,
+}
+
+#[derive(Serialize)]
+struct EvidenceRecord<'a> {
+    before_state: &'a faultline_policies::PageState,
+    after_state: &'a faultline_policies::PageState,
+    before_text: &'a str,
+}
+
+/// Runs one trial in a fresh browser context.
+pub async fn run_trial(
+    env: &TrialEnv,
+    decision: &Decision,
+    fault: Option<StageFault>,
+) -> Result<TrialResult> {
+    let started = Instant::now();
+    let layout = decision.layout();
+    let instruction = layout.instruction();
+    let scope = Scope::random();
+    let mut page = env.browser.new_trial_page(env.viewport).await?;
+    let result = async {
+        page.goto(&env.server.page_url(&scope, &layout)).await?;
+        let mut rt = RoundTrip {
+            page: &mut page,
+            fault,
+            image: decision.image,
+            timing: env.timing,
+        };
+        let (before, before_state) = rt.observe_now().await.context("observing before the action")?;
+        let step = rt.step(&decision.reply).await?;
+        let step = match step {
+            Ok(s) => s,
+            Err(parse_error) => {
+                let (ledger, truth) = env.scorer.score(&scope, &layout);
+                return Ok(TrialResult {
+                    actions: Vec::new(),
+                    executed_json: "[]".into(),
+                    tool_message: parse_error.to_string(),
+                    observation_text: before.text.clone(),
+                    before_png: before.png.clone(),
+                    after_png: before.png,
+                    evidence_json: "{}".into(),
+                    witness: None,
+                    judgements: Vec::new(),
+                    ledger,
+                    truth,
+                    duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+                    parse_error: Some(parse_error.0),
+                });
+            }
+        };
+        // Policies judge the stored record; none of them can see the ledger.
+        let evidence = Evidence {
+            instruction: &instruction,
+            actions: &step.actions,
+            tool_message: &step.tool_message,
+            before: &before,
+            after: &step.after,
+            before_state: &before_state,
+            after_state: &step.after_state,
+        };
+        let judgements: Vec<(String, Judgement)> = env
+            .policies
+            .iter()
+            .map(|p| (p.name().to_string(), p.judge(&evidence)))
+            .collect();
+        // Only now is the ledger read.
+        rt.page.flush_ledger().await?;
+        let (ledger, truth) = env.scorer.score(&scope, &layout);
+        Ok(TrialResult {
+            executed_json: serde_json::to_string(&step.executed)?,
+            evidence_json: serde_json::to_string(&EvidenceRecord {
+                before_state: &before_state,
+                after_state: &step.after_state,
+                before_text: &before.text,
+            })?,
+            actions: step.actions,
+            tool_message: step.tool_message,
+            observation_text: step.after.text,
+            before_png: before.png,
+            after_png: step.after.png,
+            witness: step.witness,
+            judgements,
+            ledger,
+            truth,
+            duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+            parse_error: None,
+        })
+    }
+    .await;
+    page.close().await;
+    result
+}

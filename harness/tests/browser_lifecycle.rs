@@ -1,0 +1,72 @@
+//! No Chromium outlives faultline: not after a normal close, and not after the process
+//! that started it is SIGKILLed.
+
+use faultline::browser::{find_chromium, BrowserHandle};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn alive(pid: u32) -> bool {
+    // A zombie is dead for our purposes (it only waits for its parent to reap it).
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+            .unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+fn wait_dead(pid: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if !alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+#[tokio::test]
+async fn close_ends_the_browser_process() {
+    let b = BrowserHandle::launch(&find_chromium(None).unwrap()).await.unwrap();
+    let pid = b.pid().unwrap();
+    assert!(alive(pid));
+    assert!(b.version().contains('/'), "product string like Chrome/156: {}", b.version());
+    b.close().await;
+    assert!(wait_dead(pid), "chromium {pid} survived close()");
+}
+
+/// Child half of the SIGKILL test: launches a browser, prints its pid, then waits.
+#[tokio::test]
+async fn child_holds_a_browser() {
+    if std::env::var_os("FAULTLINE_TEST_CHILD").is_none() {
+        return;
+    }
+    let b = BrowserHandle::launch(&find_chromium(None).unwrap()).await.unwrap();
+    println!("CHROMIUM_PID={}", b.pid().unwrap());
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    b.close().await;
+}
+
+#[test]
+fn sigkilled_parent_takes_its_browser_with_it() {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_holds_a_browser", "--nocapture", "--test-threads=1"])
+        .env("FAULTLINE_TEST_CHILD", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let pid: u32 = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("CHROMIUM_PID=").map(|p| p.trim().parse().unwrap()))
+        .expect("child printed the browser pid");
+    assert!(alive(pid));
+    child.kill().unwrap(); // SIGKILL: no destructor runs in the child.
+    child.wait().unwrap();
+    assert!(wait_dead(pid), "chromium {pid} survived its parent's SIGKILL");
+}

@@ -1,0 +1,58 @@
+//! The command line's contract: clear one-line errors and exit codes.
+
+use std::process::Command;
+
+fn faultline(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_faultline")).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_config_is_a_usage_error_naming_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("exp.toml");
+    std::fs::write(&cfg, "seed = 3\n\npolicies = [\"outcome\", \"pixle\"]\n").unwrap();
+    let out = dir.path().join("out");
+    let (code, _, stderr) = faultline(&["run", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one-line cause: {stderr}");
+    assert!(stderr.contains("exp.toml:3: policies: unknown policy `pixle`"), "{stderr}");
+    assert!(!out.exists(), "nothing is written for a rejected config");
+}
+
+#[test]
+fn malformed_decision_file_names_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let dec = dir.path().join("d.jsonl");
+    std::fs::write(&dec, "{\"schema\": 1}\n").unwrap();
+    let cfg = dir.path().join("exp.toml");
+    std::fs::write(&cfg, format!("decisions = {:?}\nlayouts = 1\n", dec.to_str().unwrap())).unwrap();
+    let out = dir.path().join("out");
+    let (code, _, stderr) = faultline(&["run", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("d.jsonl:1: missing field"), "{stderr}");
+}
+
+#[test]
+fn resume_without_out_is_refused() {
+    let (code, _, stderr) = faultline(&["run", "--resume"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--resume needs --out"), "{stderr}");
+}
+
+#[test]
+fn help_documents_every_subcommand() {
+    let (code, stdout, _) = faultline(&["--help"]);
+    assert_eq!(code, 0);
+    for cmd in ["run", "serve", "record", "report"] {
+        assert!(stdout.contains(cmd), "{stdout}");
+    }
+    let (_, run_help, _) = faultline(&["run", "--help"]);
+    for flag in ["--config", "--out", "--seed", "--layouts", "--jobs", "--resume"] {
+        assert!(run_help.contains(flag), "{run_help}");
+    }
+}

@@ -1,0 +1,45 @@
+//! Shared helpers for integration tests: a real fixture server and a real Chromium.
+
+#![allow(dead_code)]
+
+use faultline::config::{self, ExperimentConfig, Overrides};
+use faultline::runner::{Harness, RunRequest, RunSummary};
+use std::path::Path;
+
+/// The default experiment resolved with small overrides.
+pub fn config(layouts: u32, jobs: usize) -> ExperimentConfig {
+    config::resolve(
+        &config::load_text(None).unwrap(),
+        &Overrides {
+            seed: None,
+            layouts: Some(layouts),
+            jobs: Some(jobs),
+        },
+    )
+    .unwrap()
+}
+
+pub async fn harness() -> Harness {
+    Harness::start(&config(1, 2)).await.expect("fixture server and Chromium start")
+}
+
+pub async fn run_into(out: &Path, layouts: u32, resume: bool, max_trials: Option<usize>) -> RunSummary {
+    let text = config::load_text(None).unwrap();
+    let overrides = Overrides {
+        seed: None,
+        layouts: Some(layouts),
+        jobs: Some(2),
+    };
+    let config = config::resolve(&text, &overrides).unwrap();
+    faultline::runner::run(RunRequest {
+        out: out.to_path_buf(),
+        resume,
+        config,
+        config_text: text,
+        overrides,
+        max_trials,
+        progress: false,
+    })
+    .await
+    .expect("run succeeds")
+}

@@ -1,0 +1,96 @@
+//! Real fixture server + real Chromium: the committed decisions replay cleanly, and each
+//! stage fault fires, leaves its witness, and has the ledger effect it is meant to have.
+
+mod common;
+
+use faultline::trial::run_trial;
+use faultline_faults::{StageFault, Witness, LEAKED_TOKEN, NO_CHANGE_MESSAGE};
+use faultline_policies::Verdict;
+use faultline_tasks::decision::embedded_default;
+use faultline_tasks::seed::DEFAULT_ROOT_SEED;
+use faultline_tasks::TaskKind;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn committed_decisions_replay_cleanly_per_the_ledger() {
+    let h = common::harness().await;
+    let set = embedded_default().unwrap();
+    assert_eq!(set.decisions.len(), 160, "40 committed decisions per task");
+    for task in TaskKind::ALL {
+        for index in [0, 9, 22, 39] {
+            let d = set.find(task, DEFAULT_ROOT_SEED, index).unwrap();
+            let r = run_trial(&h.env, d, None).await.unwrap();
+            assert!(r.truth.achieved, "{task} layout {index}: {}", r.truth.detail);
+            assert!(r.witness.is_none(), "no fault, no witness");
+            assert!(!r.ledger.events.is_empty());
+        }
+    }
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_stage_fault_fires_with_its_witness_and_working_trials_are_unaffected() {
+    let h = common::harness().await;
+    let set = embedded_default().unwrap();
+    for task in TaskKind::ALL {
+        let fault = StageFault::for_task(task);
+        // Layouts 0 and 1: for the grid, one unscaled click lands on another item and
+        // one on blank space.
+        for index in [0, 1] {
+            let d = set.find(task, DEFAULT_ROOT_SEED, index).unwrap();
+            let faulty = run_trial(&h.env, d, Some(fault)).await.unwrap();
+            let w = faulty
+                .witness
+                .clone()
+                .unwrap_or_else(|| panic!("{fault} did not fire on {task} layout {index}"));
+            match (fault, &w) {
+                (StageFault::TokenLeak, Witness::TokenLeak { original, corrupted }) => {
+                    assert_eq!(corrupted, &format!("{original}{LEAKED_TOKEN}"));
+                    assert!(faulty.truth.detail.contains(LEAKED_TOKEN), "{}", faulty.truth.detail);
+                }
+                (StageFault::UnscaledCoordinates, Witness::UnscaledCoordinates { image_point, intended, executed }) => {
+                    assert_eq!(executed, image_point);
+                    assert!((intended.x - image_point.x * 4.0 / 3.0).abs() < 1e-9);
+                    let detail = &faulty.truth.detail;
+                    if index == 0 {
+                        assert!(detail.starts_with("clicked Item"), "{detail}");
+                    } else {
+                        assert!(detail.starts_with("clicked blank space"), "{detail}");
+                    }
+                }
+                (StageFault::IframeNoChange, Witness::IframeNoChange { original, reported }) => {
+                    assert_eq!(reported, NO_CHANGE_MESSAGE);
+                    assert!(original.starts_with("Clicked at"));
+                    assert_eq!(faulty.tool_message, NO_CHANGE_MESSAGE);
+                }
+                (StageFault::CaptureBeforeTooltip, Witness::CaptureBeforeTooltip { hover_at_ms, capture_at_ms, tooltip_shown_at_ms }) => {
+                    let shown = tooltip_shown_at_ms.expect("the tooltip appears after the early capture");
+                    assert!(hover_at_ms <= capture_at_ms && capture_at_ms < &shown);
+                }
+                (f, w) => panic!("{f} left the wrong witness {w:?}"),
+            }
+            // The feedback fault lies about a click that worked; every other fault
+            // breaks the outcome.
+            assert_eq!(
+                faulty.truth.achieved,
+                fault == StageFault::IframeNoChange,
+                "{fault} on {task} layout {index}: {}",
+                faulty.truth.detail
+            );
+            // The outcome policy catches every fired stage fault.
+            let outcome = faulty.judgements.iter().find(|(p, _)| p == "outcome").unwrap();
+            assert_eq!(
+                outcome.1.verdict == Verdict::Success,
+                faulty.truth.achieved,
+                "outcome on {task} layout {index}: {}",
+                outcome.1.message
+            );
+
+            let working = run_trial(&h.env, d, None).await.unwrap();
+            assert!(working.witness.is_none());
+            assert!(working.truth.achieved, "{task} layout {index}: {}", working.truth.detail);
+            let outcome = working.judgements.iter().find(|(p, _)| p == "outcome").unwrap();
+            assert_eq!(outcome.1.verdict, Verdict::Success, "{}", outcome.1.message);
+        }
+    }
+    h.shutdown().await;
+}

@@ -1,0 +1,44 @@
+# faultline recipes. `just run` and `just test` are the quick start.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+# Run the default experiment (installs Chromium if missing) and print where the report is.
+run *ARGS: chromium
+    cargo build --release --bin faultline
+    cargo run --release --quiet --bin faultline -- run {{ARGS}}
+
+# Run every test: unit, property and integration tests against real Chromium.
+test: chromium
+    cargo test --workspace --all-targets
+    cargo test --workspace --doc
+    @if pgrep -f 'faultline-chromium-' > /dev/null; then echo "Chromium processes survived the tests:"; pgrep -af 'faultline-chromium-'; exit 1; fi
+    @echo "no Chromium process survived the test suite"
+
+# Benchmarks: the statistics (criterion) and the detection phase's wall time.
+bench: chromium
+    cargo bench -p faultline-analysis --bench bootstrap -- --warm-up-time 1 --measurement-time 3
+    cargo build --release --bin faultline
+    tmp=$(mktemp -d) && cargo run --release --quiet --bin faultline -- run --out "$tmp/run" && rm -rf "$tmp"
+
+# Format and lint.
+fmt:
+    cargo fmt --all
+
+lint:
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets -- -D warnings
+
+# Serve the fixture sites on loopback for a look in a browser.
+serve:
+    cargo run --release --bin faultline -- serve
+
+# Install Debian's Chromium when no Chromium is on the PATH (needs root or sudo).
+chromium:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if [ -n "${FAULTLINE_CHROMIUM:-}" ] || command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null; then exit 0; fi
+    echo "Chromium not found; installing Debian's chromium package" >&2
+    sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+    command -v chromium >/dev/null

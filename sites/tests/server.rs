@@ -1,0 +1,89 @@
+//! The fixture server over real HTTP on loopback.
+
+use faultline_sites::{FixtureServer, Scope};
+use faultline_tasks::{Layout, TaskKind};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+async fn http(addr: std::net::SocketAddr, request: String) -> (u16, String) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).await.unwrap();
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let status = text[9..12].parse().unwrap();
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+fn get(path: &str, auth: Option<&str>) -> String {
+    let auth = auth.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Connection: close\r\n\r\n")
+}
+
+#[tokio::test]
+async fn binds_loopback_and_guards_the_ledger_with_the_run_key() {
+    let (server, key) = FixtureServer::start_loopback().await.unwrap();
+    assert!(server.addr().ip().is_loopback());
+    let scope = Scope::parse("t1").unwrap();
+    let layout = Layout::for_root(1, TaskKind::Search, 0);
+    // A real submission is recorded server-side.
+    let (status, body) = http(
+        server.addr(),
+        get(&format!("/s/t1/search/results?q={}&layout=0&seed={}", layout.target(), layout.seed), None),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(body.contains(layout.target()));
+
+    let ledger_path = "/api/ledger/t1";
+    assert_eq!(http(server.addr(), get(ledger_path, None)).await.0, 401);
+    assert_eq!(http(server.addr(), get(ledger_path, Some(&"0".repeat(64)))).await.0, 401);
+    let (status, body) = http(server.addr(), get(ledger_path, Some(&key.bearer_token()))).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("\"submitted\""), "{body}");
+
+    let ledger = key.take(&scope);
+    assert_eq!(ledger.events.len(), 1);
+    assert_eq!(ledger.events[0].data["query"], layout.target());
+    assert!(faultline_sites::judge(&layout, &ledger).achieved);
+    assert!(key.take(&scope).events.is_empty(), "take forgets the scope");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn rejects_unknown_event_kinds_and_bad_scopes() {
+    let (server, key) = FixtureServer::start_loopback().await.unwrap();
+    let post = |scope: &str, body: &str| {
+        format!(
+            "POST /s/{scope}/event HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    assert_eq!(http(server.addr(), post("t2", r#"{"kind":"clik","data":{}}"#)).await.0, 400);
+    assert_eq!(http(server.addr(), post("T2!", r#"{"kind":"click","data":{}}"#)).await.0, 400);
+    assert_eq!(http(server.addr(), post("t2", r#"{"kind":"click","page_ms":1.5,"data":{"target":null}}"#)).await.0, 204);
+    let ledger = key.read(&Scope::parse("t2").unwrap());
+    assert_eq!(ledger.events.len(), 1);
+    assert_eq!(ledger.events[0].page_ms, Some(1.5));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn every_task_page_renders_its_layout() {
+    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
+    for task in TaskKind::ALL {
+        let layout = Layout::for_root(1, task, 4);
+        let path = format!("/s/t3/{task}?layout=4&seed={}", layout.seed);
+        let (status, body) = http(server.addr(), get(&path, None)).await;
+        assert_eq!(status, 200, "{task}");
+        assert!(body.contains("/static/ledger.js"));
+        if task == TaskKind::Grid {
+            assert!(body.contains(&format!(">{}</button>", layout.target())));
+        }
+        if task == TaskKind::Chart {
+            // The value is script data, not visible text, until the tooltip shows it.
+            assert!(body.contains("role=\"tooltip\" hidden"));
+        }
+    }
+    server.shutdown().await;
+}

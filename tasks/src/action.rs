@@ -1,0 +1,386 @@
+//! The reply grammar: a model's reply text -> typed actions.
+//!
+//! A reply holds one action per line, written as a call:
+//!
+//! ```text
+//! click(450, 300)      hover(120, 88)      scroll(0, 400)
+//! type("Record-10")    press("Enter")      wait(500)
+//! answer("42")         stop()
+//! ```
+//!
+//! Coordinates are in **image** pixels (the screenshot the model saw). Lines that do not
+//! start with a known verb are commentary and are skipped, since real models explain
+//! themselves; a line that starts with a verb but is malformed is an error, because
+//! silently skipping a broken action is exactly the kind of fault this project measures.
+
+use crate::geometry::Point;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// One typed action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Action {
+    Click { x: f64, y: f64 },
+    Hover { x: f64, y: f64 },
+    Type { text: String },
+    Press { key: String },
+    Scroll { dx: f64, dy: f64 },
+    Wait { ms: u64 },
+    Answer { value: String },
+    Stop,
+}
+
+const VERBS: &[&str] = &[
+    "click", "hover", "type", "press", "scroll", "wait", "answer", "stop",
+];
+
+impl Action {
+    /// True for actions that send input events to the browser (they count against an
+    /// episode's action budget).
+    pub fn is_browser_action(&self) -> bool {
+        matches!(
+            self,
+            Action::Click { .. }
+                | Action::Hover { .. }
+                | Action::Type { .. }
+                | Action::Press { .. }
+                | Action::Scroll { .. }
+        )
+    }
+
+    /// The image-space point of a pointer action.
+    pub fn point(&self) -> Option<Point> {
+        match self {
+            Action::Click { x, y } | Action::Hover { x, y } => Some(Point::new(*x, *y)),
+            _ => None,
+        }
+    }
+
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Action::Click { .. } => "click",
+            Action::Hover { .. } => "hover",
+            Action::Type { .. } => "type",
+            Action::Press { .. } => "press",
+            Action::Scroll { .. } => "scroll",
+            Action::Wait { .. } => "wait",
+            Action::Answer { .. } => "answer",
+            Action::Stop => "stop",
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Action::Click { x, y } => write!(f, "click({}, {})", num(*x), num(*y)),
+            Action::Hover { x, y } => write!(f, "hover({}, {})", num(*x), num(*y)),
+            Action::Type { text } => write!(f, "type({})", quote(text)),
+            Action::Press { key } => write!(f, "press({})", quote(key)),
+            Action::Scroll { dx, dy } => write!(f, "scroll({}, {})", num(*dx), num(*dy)),
+            Action::Wait { ms } => write!(f, "wait({ms})"),
+            Action::Answer { value } => write!(f, "answer({})", quote(value)),
+            Action::Stop => write!(f, "stop()"),
+        }
+    }
+}
+
+fn num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    }
+}
+
+fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Why a reply could not be parsed. `line` is 1-based within the reply.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParseError {
+    #[error("the reply contains no action (expected one of: click, hover, type, press, scroll, wait, answer, stop)")]
+    NoAction,
+    #[error("reply line {line}: {reason}")]
+    Malformed { line: usize, reason: String },
+}
+
+/// Parses a whole reply into its actions, in order.
+pub fn parse_reply(text: &str) -> Result<Vec<Action>, ParseError> {
+    let mut actions = Vec::new();
+    for (i, raw_line) in text.lines().enumerate() {
+        let line = raw_line.trim();
+        let Some(verb) = leading_verb(line) else {
+            continue;
+        };
+        let action = parse_call(verb, &line[verb.len()..]).map_err(|reason| {
+            ParseError::Malformed {
+                line: i + 1,
+                reason: format!("{reason} in `{line}`"),
+            }
+        })?;
+        actions.push(action);
+    }
+    if actions.is_empty() {
+        return Err(ParseError::NoAction);
+    }
+    Ok(actions)
+}
+
+/// The verb a line starts with, if it starts with `verb(` (spaces allowed before `(`).
+fn leading_verb(line: &str) -> Option<&'static str> {
+    VERBS.iter().copied().find(|verb| {
+        line.strip_prefix(verb)
+            .is_some_and(|rest| rest.trim_start().starts_with('('))
+    })
+}
+
+#[derive(Debug, PartialEq)]
+enum Arg {
+    Num(f64),
+    Str(String),
+}
+
+fn parse_call(verb: &str, rest: &str) -> Result<Action, String> {
+    let rest = rest.trim_start();
+    let args = parse_args(rest)?;
+    let nums = |n: usize| -> Result<Vec<f64>, String> {
+        if args.len() != n {
+            return Err(format!("{verb} takes {n} number(s), got {}", args.len()));
+        }
+        args.iter()
+            .map(|a| match a {
+                Arg::Num(v) => Ok(*v),
+                Arg::Str(s) => Err(format!("{verb} expects numbers, got the string {s:?}")),
+            })
+            .collect()
+    };
+    let one_str = || -> Result<String, String> {
+        match args.as_slice() {
+            [Arg::Str(s)] => Ok(s.clone()),
+            [Arg::Num(v)] => Err(format!("{verb} expects a quoted string, got the number {v}")),
+            _ => Err(format!(
+                "{verb} takes one quoted string, got {} arguments",
+                args.len()
+            )),
+        }
+    };
+    Ok(match verb {
+        "click" | "hover" => {
+            let v = nums(2)?;
+            if v.iter().any(|c| *c < 0.0) {
+                return Err(format!("{verb} coordinates must not be negative"));
+            }
+            if verb == "click" {
+                Action::Click { x: v[0], y: v[1] }
+            } else {
+                Action::Hover { x: v[0], y: v[1] }
+            }
+        }
+        "scroll" => {
+            let v = nums(2)?;
+            Action::Scroll { dx: v[0], dy: v[1] }
+        }
+        "wait" => {
+            let v = nums(1)?;
+            if v[0] < 0.0 || v[0].fract() != 0.0 {
+                return Err("wait takes a whole, non-negative number of milliseconds".into());
+            }
+            Action::Wait { ms: v[0] as u64 }
+        }
+        "type" => Action::Type { text: one_str()? },
+        "press" => Action::Press { key: one_str()? },
+        "answer" => Action::Answer { value: one_str()? },
+        "stop" => {
+            if !args.is_empty() {
+                return Err("stop takes no arguments".into());
+            }
+            Action::Stop
+        }
+        _ => unreachable!("verb list and match agree"),
+    })
+}
+
+/// Parses `( arg, arg, ... )` followed by nothing but whitespace or a trailing `;`.
+fn parse_args(s: &str) -> Result<Vec<Arg>, String> {
+    let mut chars = s.char_indices().peekable();
+    match chars.next() {
+        Some((_, '(')) => {}
+        _ => return Err("expected `(`".into()),
+    }
+    let mut args = Vec::new();
+    loop {
+        while chars.peek().is_some_and(|(_, c)| c.is_whitespace()) {
+            chars.next();
+        }
+        match chars.peek().copied() {
+            None => return Err("missing `)`".into()),
+            Some((_, ')')) if args.is_empty() => {
+                chars.next();
+                break;
+            }
+            Some((_, '"')) => {
+                chars.next();
+                let mut out = String::new();
+                loop {
+                    match chars.next() {
+                        None => return Err("unterminated string".into()),
+                        Some((_, '"')) => break,
+                        Some((_, '\\')) => match chars.next() {
+                            Some((_, '"')) => out.push('"'),
+                            Some((_, '\\')) => out.push('\\'),
+                            Some((_, 'n')) => out.push('\n'),
+                            Some((_, 't')) => out.push('\t'),
+                            Some((_, c)) => return Err(format!("unknown escape `\\{c}`")),
+                            None => return Err("unterminated string".into()),
+                        },
+                        Some((_, c)) => out.push(c),
+                    }
+                }
+                args.push(Arg::Str(out));
+            }
+            Some((start, c)) if c == '-' || c == '+' || c == '.' || c.is_ascii_digit() => {
+                let mut end = start;
+                while let Some((i, c)) = chars.peek().copied() {
+                    if c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E') {
+                        end = i + c.len_utf8();
+                        chars.next();
+                    } else {
+                        break;
+                    }
+                }
+                let text = &s[start..end];
+                let v: f64 = text
+                    .parse()
+                    .map_err(|_| format!("`{text}` is not a number"))?;
+                if !v.is_finite() {
+                    return Err(format!("`{text}` is not a finite number"));
+                }
+                args.push(Arg::Num(v));
+            }
+            Some((_, c)) => return Err(format!("unexpected `{c}` in arguments")),
+        }
+        while chars.peek().is_some_and(|(_, c)| c.is_whitespace()) {
+            chars.next();
+        }
+        match chars.next() {
+            Some((_, ',')) => continue,
+            Some((_, ')')) => break,
+            Some((_, c)) => return Err(format!("expected `,` or `)`, found `{c}`")),
+            None => return Err("missing `)`".into()),
+        }
+    }
+    let tail: String = chars.map(|(_, c)| c).collect();
+    let tail = tail.trim();
+    if !(tail.is_empty() || tail == ";") {
+        return Err(format!("unexpected text after the call: `{tail}`"));
+    }
+    Ok(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn parses_every_verb() {
+        let reply = "I will search.\nclick(450, 300)\nhover(1.5, 2)\ntype(\"Record-10\")\npress(\"Enter\")\nscroll(0, -400)\nwait(250)\nanswer(\"42\")\nstop()";
+        let actions = parse_reply(reply).unwrap();
+        assert_eq!(
+            actions,
+            vec![
+                Action::Click { x: 450.0, y: 300.0 },
+                Action::Hover { x: 1.5, y: 2.0 },
+                Action::Type {
+                    text: "Record-10".into()
+                },
+                Action::Press {
+                    key: "Enter".into()
+                },
+                Action::Scroll { dx: 0.0, dy: -400.0 },
+                Action::Wait { ms: 250 },
+                Action::Answer { value: "42".into() },
+                Action::Stop,
+            ]
+        );
+    }
+
+    #[test]
+    fn commentary_is_skipped_but_broken_calls_are_errors() {
+        assert_eq!(parse_reply("nothing to do here"), Err(ParseError::NoAction));
+        let err = parse_reply("ok\nclick(450)").unwrap_err();
+        match err {
+            ParseError::Malformed { line, reason } => {
+                assert_eq!(line, 2);
+                assert!(reason.contains("click takes 2"), "{reason}");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(parse_reply("type(\"abc)").is_err());
+        assert!(parse_reply("click(1, 2) please").is_err());
+        assert!(parse_reply("click(-1, 2)").is_err());
+        assert!(parse_reply("wait(1.5)").is_err());
+        // A word that merely starts with a verb is commentary, not a call.
+        assert_eq!(parse_reply("clicking around"), Err(ParseError::NoAction));
+    }
+
+    #[test]
+    fn special_tokens_inside_strings_survive_verbatim() {
+        // The parser does not know about chat tokens; stripping them is the parse
+        // stage's job, and skipping that step is the token-leak fault.
+        let a = parse_reply("type(\"Record-10<|im_end|>\")").unwrap();
+        assert_eq!(
+            a,
+            vec![Action::Type {
+                text: "Record-10<|im_end|>".into()
+            }]
+        );
+    }
+
+    fn arb_action() -> impl Strategy<Value = Action> {
+        let coord = (0u32..5000).prop_map(f64::from);
+        let text = "[ -~\n\t\"\\\\]{0,20}";
+        prop_oneof![
+            (coord.clone(), coord.clone()).prop_map(|(x, y)| Action::Click { x, y }),
+            (coord.clone(), coord.clone()).prop_map(|(x, y)| Action::Hover { x, y }),
+            text.prop_map(|text| Action::Type { text }),
+            text.prop_map(|key| Action::Press { key }),
+            (-3000i32..3000, -3000i32..3000).prop_map(|(dx, dy)| Action::Scroll {
+                dx: f64::from(dx),
+                dy: f64::from(dy)
+            }),
+            (0u64..100_000).prop_map(|ms| Action::Wait { ms }),
+            text.prop_map(|value| Action::Answer { value }),
+            Just(Action::Stop),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn display_then_parse_round_trips(actions in proptest::collection::vec(arb_action(), 1..6)) {
+            let text: Vec<String> = actions.iter().map(|a| a.to_string()).collect();
+            let parsed = parse_reply(&text.join("\n")).unwrap();
+            prop_assert_eq!(parsed, actions);
+        }
+
+        #[test]
+        fn arbitrary_text_never_panics(s in "\\PC{0,200}") {
+            let _ = parse_reply(&s);
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! Recorded decisions: what a model replied on a clean page, stored as JSONL.
+//!
+//! One JSON object per line. Loading validates every line and reports the first problem
+//! as `file:line: field: what was expected`, so a hand-edited file fails loudly instead of
+//! silently replaying something else.
+
+use crate::action::{parse_reply, Action};
+use crate::geometry::Size;
+use crate::layout::{Layout, TaskKind};
+use crate::seed;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The decision file format version.
+pub const DECISION_SCHEMA: u32 = 1;
+
+/// One recorded reply and everything needed to replay it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Decision {
+    pub schema: u32,
+    pub task: TaskKind,
+    pub root_seed: u64,
+    pub layout_index: u32,
+    pub layout_seed: u64,
+    /// The instruction the model was given.
+    pub instruction: String,
+    /// The raw reply text, exactly as the model wrote it.
+    pub reply: String,
+    /// The actions parsed from `reply` by the clean parser.
+    pub actions: Vec<Action>,
+    /// The screenshot size the model saw; coordinates in `actions` are in this space.
+    pub image: Size,
+    /// The viewport the screenshot was taken of.
+    pub viewport: Size,
+    /// Who made the decision: `oracle` or `model:<name>`.
+    pub source: String,
+}
+
+impl Decision {
+    pub fn layout(&self) -> Layout {
+        Layout::generate(self.task, self.layout_index, self.layout_seed)
+    }
+
+    /// Checks the invariants a loaded decision must satisfy.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.schema != DECISION_SCHEMA {
+            return Err(format!(
+                "schema: expected {DECISION_SCHEMA}, found {}",
+                self.schema
+            ));
+        }
+        let expected_seed = seed::layout_seed(self.root_seed, self.task.name(), self.layout_index);
+        if self.layout_seed != expected_seed {
+            return Err(format!(
+                "layout_seed: expected {expected_seed} (derived from root_seed {} and layout_index {}), found {}",
+                self.root_seed, self.layout_index, self.layout_seed
+            ));
+        }
+        let instruction = self.layout().instruction().text;
+        if self.instruction != instruction {
+            return Err(format!(
+                "instruction: expected {instruction:?} for this layout, found {:?}",
+                self.instruction
+            ));
+        }
+        for (name, size) in [("image", self.image), ("viewport", self.viewport)] {
+            if size.width == 0 || size.height == 0 {
+                return Err(format!("{name}: expected a non-zero size, found {size}"));
+            }
+        }
+        match parse_reply(&self.reply) {
+            Ok(parsed) if parsed == self.actions => {}
+            Ok(parsed) => {
+                return Err(format!(
+                    "actions: expected the actions parsed from `reply` ({}), found ({})",
+                    render(&parsed),
+                    render(&self.actions)
+                ))
+            }
+            Err(e) => return Err(format!("reply: {e}")),
+        }
+        if self.source.is_empty() {
+            return Err("source: expected `oracle` or `model:<name>`, found an empty string".into());
+        }
+        Ok(())
+    }
+
+    /// A stable identifier: task and layout index.
+    pub fn key(&self) -> String {
+        format!("{}/{:03}", self.task, self.layout_index)
+    }
+}
+
+fn render(actions: &[Action]) -> String {
+    actions
+        .iter()
+        .map(|a| a.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A decision file problem, located by file and line.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}:{line}: {reason}")]
+pub struct DecisionError {
+    pub file: String,
+    pub line: usize,
+    pub reason: String,
+}
+
+/// Decisions loaded from one or more JSONL files.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DecisionSet {
+    pub decisions: Vec<Decision>,
+}
+
+impl DecisionSet {
+    /// Parses JSONL text; `file` names it in errors.
+    pub fn parse(file: &str, text: &str) -> Result<DecisionSet, DecisionError> {
+        let mut decisions: Vec<Decision> = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let err = |reason: String| DecisionError {
+                file: file.to_string(),
+                line: i + 1,
+                reason,
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            let d: Decision = serde_json::from_str(line).map_err(|e| err(json_reason(&e)))?;
+            d.validate().map_err(err)?;
+            if let Some(prev) = decisions.iter().find(|p| p.key() == d.key()) {
+                return Err(err(format!(
+                    "duplicate decision for {} (root seed {}, also on an earlier line)",
+                    d.key(),
+                    prev.root_seed
+                )));
+            }
+            decisions.push(d);
+        }
+        Ok(DecisionSet { decisions })
+    }
+
+    pub fn load(path: &Path) -> Result<DecisionSet, DecisionError> {
+        let text = std::fs::read_to_string(path).map_err(|e| DecisionError {
+            file: path.display().to_string(),
+            line: 0,
+            reason: format!("cannot read: {e}"),
+        })?;
+        DecisionSet::parse(&path.display().to_string(), &text)
+    }
+
+    pub fn extend(&mut self, other: DecisionSet) {
+        self.decisions.extend(other.decisions);
+    }
+
+    pub fn to_jsonl(&self) -> String {
+        let mut out = String::new();
+        for d in &self.decisions {
+            out.push_str(&serde_json::to_string(d).expect("decisions serialize"));
+            out.push('\n');
+        }
+        out
+    }
+
+    pub fn for_task(&self, task: TaskKind) -> impl Iterator<Item = &Decision> {
+        self.decisions.iter().filter(move |d| d.task == task)
+    }
+
+    pub fn find(&self, task: TaskKind, root_seed: u64, index: u32) -> Option<&Decision> {
+        self.decisions
+            .iter()
+            .find(|d| d.task == task && d.root_seed == root_seed && d.layout_index == index)
+    }
+}
+
+/// serde_json's message, without its own " at line 1 column N" suffix (our line numbers
+/// are file lines; the column stays useful).
+fn json_reason(e: &serde_json::Error) -> String {
+    let msg = e.to_string();
+    let msg = match msg.rfind(" at line ") {
+        Some(pos) => msg[..pos].to_string(),
+        None => msg,
+    };
+    format!("{msg} (column {})", e.column())
+}
+
+/// The committed decisions for the default root seed, embedded in the binary so the
+/// default experiment runs from anywhere.
+pub fn embedded_default() -> Result<DecisionSet, DecisionError> {
+    let mut set = DecisionSet::default();
+    for (name, text) in [
+        (
+            "tasks/decisions/search.jsonl",
+            include_str!("../decisions/search.jsonl"),
+        ),
+        (
+            "tasks/decisions/grid.jsonl",
+            include_str!("../decisions/grid.jsonl"),
+        ),
+        (
+            "tasks/decisions/frame.jsonl",
+            include_str!("../decisions/frame.jsonl"),
+        ),
+        (
+            "tasks/decisions/chart.jsonl",
+            include_str!("../decisions/chart.jsonl"),
+        ),
+    ] {
+        set.extend(DecisionSet::parse(name, text)?);
+    }
+    Ok(set)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::IMAGE;
+    use crate::layout::VIEWPORT;
+
+    fn sample() -> Decision {
+        let layout = Layout::for_root(1, TaskKind::Grid, 2);
+        Decision {
+            schema: DECISION_SCHEMA,
+            task: TaskKind::Grid,
+            root_seed: 1,
+            layout_index: 2,
+            layout_seed: layout.seed,
+            instruction: layout.instruction().text,
+            reply: "click(450, 300)".into(),
+            actions: vec![Action::Click { x: 450.0, y: 300.0 }],
+            image: IMAGE,
+            viewport: VIEWPORT,
+            source: "oracle".into(),
+        }
+    }
+
+    #[test]
+    fn round_trips_through_jsonl() {
+        let set = DecisionSet {
+            decisions: vec![sample()],
+        };
+        let back = DecisionSet::parse("x.jsonl", &set.to_jsonl()).unwrap();
+        assert_eq!(back, set);
+    }
+
+    #[test]
+    fn malformed_lines_name_file_line_and_field() {
+        let good = serde_json::to_string(&sample()).unwrap();
+        let text = format!("{good}\n{{\"schema\": 1, \"task\": \"grid\"");
+        let e = DecisionSet::parse("d.jsonl", &text).unwrap_err();
+        assert_eq!((e.file.as_str(), e.line), ("d.jsonl", 2));
+
+        let mut d = sample();
+        d.actions = vec![Action::Click { x: 1.0, y: 2.0 }];
+        let e = DecisionSet::parse("d.jsonl", &serde_json::to_string(&d).unwrap()).unwrap_err();
+        assert_eq!(e.line, 1);
+        assert!(e.reason.starts_with("actions:"), "{}", e.reason);
+
+        let mut d = sample();
+        d.layout_seed += 1;
+        let e = DecisionSet::parse("d.jsonl", &serde_json::to_string(&d).unwrap()).unwrap_err();
+        assert!(e.reason.starts_with("layout_seed:"), "{}", e.reason);
+
+        let text = good.replace("\"task\":\"grid\"", "\"task\":\"grdi\"");
+        let e = DecisionSet::parse("d.jsonl", &text).unwrap_err();
+        assert!(e.reason.contains("unknown variant `grdi`"), "{}", e.reason);
+
+        let text = good.replace("\"source\"", "\"sauce\"");
+        let e = DecisionSet::parse("d.jsonl", &text).unwrap_err();
+        assert!(e.reason.contains("sauce"), "{}", e.reason);
+
+        let e = DecisionSet::parse("d.jsonl", &format!("{good}\n{good}")).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.reason.contains("duplicate"), "{}", e.reason);
+    }
+
+    #[test]
+    fn embedded_default_decisions_are_valid() {
+        let set = embedded_default().unwrap();
+        for d in &set.decisions {
+            assert_eq!(d.root_seed, seed::DEFAULT_ROOT_SEED);
+        }
+    }
+}

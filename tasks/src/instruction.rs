@@ -1,0 +1,106 @@
+//! Instructions (what the agent is asked) and the expectations read from them.
+//!
+//! An [`Expectation`] is parsed from the instruction's *text*: it is exactly what an
+//! agent harness that was handed the instruction could know. Verification policies build
+//! their expectation this way, so they never need the layout or the ledger.
+
+use crate::layout::{Layout, LayoutSpec, TaskKind};
+use serde::{Deserialize, Serialize};
+
+/// The public task statement given to the agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Instruction {
+    pub task: TaskKind,
+    pub text: String,
+}
+
+impl Instruction {
+    pub fn for_layout(layout: &Layout) -> Instruction {
+        let text = match &layout.spec {
+            LayoutSpec::Search(s) => format!(
+                "Search for the exact record \"{}\": type it into the search field and submit.",
+                s.target
+            ),
+            LayoutSpec::Grid(g) => format!("Click the button \"{}\".", g.target),
+            LayoutSpec::Frame(f) => format!(
+                "Select the row \"{}\" in the orders table.",
+                f.target
+            ),
+            LayoutSpec::Chart(c) => format!(
+                "Hover the bar for \"{}\" and report the value its tooltip shows.",
+                c.target
+            ),
+        };
+        Instruction {
+            task: layout.task,
+            text,
+        }
+    }
+
+    /// The expectation this instruction states, read from its text.
+    pub fn expectation(&self) -> Result<Expectation, String> {
+        Expectation::from_instruction(self)
+    }
+}
+
+/// What the instruction says must be true after the action.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Expectation {
+    /// The search field reads back exactly `text` and the search was submitted.
+    FieldText { text: String },
+    /// The item labelled `label` is the selected one in the top document.
+    SelectedItem { label: String },
+    /// The row labelled `label` is selected inside a child frame.
+    SelectedRowInFrame { label: String },
+    /// The observation the agent received shows `label`'s value.
+    ValueShown { label: String },
+}
+
+impl Expectation {
+    pub fn from_instruction(instruction: &Instruction) -> Result<Expectation, String> {
+        let quoted = first_quoted(&instruction.text).ok_or_else(|| {
+            format!(
+                "instruction has no quoted target: {:?}",
+                instruction.text
+            )
+        })?;
+        Ok(match instruction.task {
+            TaskKind::Search => Expectation::FieldText { text: quoted },
+            TaskKind::Grid => Expectation::SelectedItem { label: quoted },
+            TaskKind::Frame => Expectation::SelectedRowInFrame { label: quoted },
+            TaskKind::Chart => Expectation::ValueShown { label: quoted },
+        })
+    }
+}
+
+fn first_quoted(text: &str) -> Option<String> {
+    let start = text.find('"')? + 1;
+    let len = text[start..].find('"')?;
+    Some(text[start..start + len].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expectation_comes_from_the_instruction_text() {
+        for task in TaskKind::ALL {
+            let layout = Layout::generate(task, 0, 5);
+            let e = layout.instruction().expectation().unwrap();
+            let named = match &e {
+                Expectation::FieldText { text } => text,
+                Expectation::SelectedItem { label }
+                | Expectation::SelectedRowInFrame { label }
+                | Expectation::ValueShown { label } => label,
+            };
+            assert_eq!(named, layout.target());
+        }
+        let bad = Instruction {
+            task: TaskKind::Grid,
+            text: "Click something".into(),
+        };
+        assert!(bad.expectation().is_err());
+    }
+}
