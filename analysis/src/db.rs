@@ -329,7 +329,9 @@ pub(crate) mod tests {
         db.insert_trial(&row("a"), std::slice::from_ref(&v))
             .unwrap();
         // A duplicate key fails and leaves the first copy (and its verdicts) intact.
-        assert!(db.insert_trial(&row("a"), &[v.clone()]).is_err());
+        assert!(db
+            .insert_trial(&row("a"), std::slice::from_ref(&v))
+            .is_err());
         drop(db);
         let db = ResultsDb::open_read_only(&path).unwrap();
         assert_eq!(db.trials().unwrap(), vec![row("a")]);

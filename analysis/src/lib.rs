@@ -4,6 +4,7 @@
 //! rebuilt from `results.sqlite` alone (`faultline report`).
 
 pub mod db;
+pub mod plots;
 pub mod report;
 pub mod stats;
 pub mod tables;

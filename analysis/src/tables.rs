@@ -72,6 +72,9 @@ fn policy_rank(order: &[String], policy: &str) -> (usize, String) {
     )
 }
 
+/// Sort key of a detection row: stage, fault, task and policy ranks with their names.
+type DetectionKey = (usize, String, usize, String, (usize, String));
+
 /// Verdicts indexed by trial key.
 pub fn index_verdicts(verdicts: &[VerdictRow]) -> HashMap<&str, Vec<&VerdictRow>> {
     let mut by_trial: HashMap<&str, Vec<&VerdictRow>> = HashMap::new();
@@ -88,8 +91,7 @@ pub fn detection(
     policies: &[String],
 ) -> Vec<DetectionRow> {
     let by_trial = index_verdicts(verdicts);
-    let mut acc: BTreeMap<(usize, String, usize, String, (usize, String)), DetectionRow> =
-        BTreeMap::new();
+    let mut acc: BTreeMap<DetectionKey, DetectionRow> = BTreeMap::new();
     for t in trials
         .iter()
         .filter(|t| t.experiment == "detection" && t.condition == "faulty" && t.fired == Some(true))

@@ -177,7 +177,11 @@ impl StageFault {
 
     /// Feedback hook: `clicked_into_iframe` is the harness's own hit test of the point it
     /// clicked (the top document's element at that point was an `<iframe>`).
-    pub fn on_feedback(self, message: &str, clicked_into_iframe: bool) -> (String, Option<Witness>) {
+    pub fn on_feedback(
+        self,
+        message: &str,
+        clicked_into_iframe: bool,
+    ) -> (String, Option<Witness>) {
         if self != StageFault::IframeNoChange || !clicked_into_iframe {
             return (message.to_string(), None);
         }
@@ -319,7 +323,9 @@ mod tests {
         let mut clicks = vec![Action::Click { x: 1.0, y: 1.0 }];
         assert!(StageFault::TokenLeak.on_parse(&mut clicks).is_none());
         let mut typed = vec![Action::Type { text: "x".into() }];
-        assert!(StageFault::UnscaledCoordinates.on_parse(&mut typed).is_none());
+        assert!(StageFault::UnscaledCoordinates
+            .on_parse(&mut typed)
+            .is_none());
     }
 
     #[test]
@@ -356,7 +362,10 @@ mod tests {
     fn ids_round_trip_and_serde_agrees() {
         for f in StageFault::ALL {
             assert_eq!(f.id().parse::<StageFault>().unwrap(), f);
-            assert_eq!(serde_json::to_string(&f).unwrap(), format!("\"{}\"", f.id()));
+            assert_eq!(
+                serde_json::to_string(&f).unwrap(),
+                format!("\"{}\"", f.id())
+            );
             assert_eq!(StageFault::for_task(f.reference_task()), f);
             assert!(f.id().starts_with(f.stage().name()));
         }

@@ -6,16 +6,18 @@
 //! Every trial runs in its own browser context (fresh cookies, storage and cache).
 
 use anyhow::{anyhow, bail, Context, Result};
+use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
 use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
 use chromiumoxide::cdp::browser_protocol::input::{
-    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams,
-    DispatchMouseEventType, InsertTextParams, MouseButton,
+    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType,
+    InsertTextParams, MouseButton,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
     CaptureScreenshotFormat, CaptureScreenshotParams, NavigateParams, Viewport,
 };
-use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
-use chromiumoxide::cdp::browser_protocol::target::{CreateBrowserContextParams, CreateTargetParams};
+use chromiumoxide::cdp::browser_protocol::target::{
+    CreateBrowserContextParams, CreateTargetParams,
+};
 use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, ExecutionContextId};
 use chromiumoxide::{Browser, Page};
 use faultline_policies::{Control, FrameSnapshot, PageState};
@@ -93,7 +95,10 @@ impl BrowserHandle {
             .tempdir()
             .context("creating a Chromium profile directory")?;
         let mut cmd = Command::new(executable);
+        // Extra switches for odd machines, space-separated.
+        let extra = std::env::var("FAULTLINE_CHROMIUM_ARGS").unwrap_or_default();
         cmd.args(CHROMIUM_ARGS)
+            .args(extra.split_whitespace())
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .arg("about:blank")
             .stdin(Stdio::null())
@@ -162,38 +167,39 @@ impl BrowserHandle {
         &self.version
     }
 
-    /// Opens a fresh browser context with one page sized to `viewport`.
+    /// Opens a fresh browser context with one blank page sized to `viewport`.
     pub async fn new_trial_page(&self, viewport: Size) -> Result<TrialPage> {
-        let context = self
-            .browser
-            .create_browser_context(CreateBrowserContextParams::default())
-            .await
-            .context("creating a browser context")?;
-        let params = CreateTargetParams::builder()
-            .url("about:blank")
-            .browser_context_id(context.clone())
-            .build()
-            .map_err(|e| anyhow!(e))?;
-        let page = self
-            .browser
-            .new_page(params)
-            .await
-            .context("opening a page")?;
-        page.execute(SetDeviceMetricsOverrideParams::new(
-            i64::from(viewport.width),
-            i64::from(viewport.height),
-            1.0,
-            false,
-        ))
-        .await
-        .context("setting the viewport")?;
-        Ok(TrialPage {
-            browser: self.browser.clone(),
-            context: Some(context),
-            page,
-            viewport,
-            captures: 0,
-        })
+        open_trial_page(self.browser.clone(), viewport, "about:blank".into()).await
+    }
+
+    /// A pool that keeps up to `ready` fresh pages opened ahead of time, each in its own
+    /// new browser context and already showing `warm_url` (a blank page on the fixture
+    /// server's origin). A fresh context starts its renderer process on the first
+    /// navigation to a site; doing that ahead of time, while other trials wait on settle
+    /// timers, hides part of that cost, and the trial's own navigation is then same-site.
+    pub fn page_pool(&self, viewport: Size, ready: usize, warm_url: String) -> PagePool {
+        let ready = ready.max(1);
+        let (tx, rx) = tokio::sync::mpsc::channel(ready);
+        let openers = (0..ready)
+            .map(|_| {
+                let tx = tx.clone();
+                let browser = self.browser.clone();
+                let warm_url = warm_url.clone();
+                tokio::spawn(async move {
+                    loop {
+                        let page =
+                            open_trial_page(browser.clone(), viewport, warm_url.clone()).await;
+                        if tx.send(page).await.is_err() {
+                            break;
+                        }
+                    }
+                })
+            })
+            .collect();
+        PagePool {
+            rx: tokio::sync::Mutex::new(rx),
+            openers,
+        }
     }
 
     /// Closes the browser and waits for the process to exit.
@@ -203,6 +209,60 @@ impl BrowserHandle {
         let _ = self.child.start_kill();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
     }
+}
+
+/// Fresh trial pages, opened ahead of time. See [`BrowserHandle::page_pool`].
+pub struct PagePool {
+    rx: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Result<TrialPage>>>,
+    openers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl PagePool {
+    /// The next fresh page (never one that was used before).
+    pub async fn take(&self) -> Result<TrialPage> {
+        self.rx
+            .lock()
+            .await
+            .recv()
+            .await
+            .unwrap_or_else(|| Err(anyhow!("the page pool has stopped")))
+    }
+}
+
+impl Drop for PagePool {
+    fn drop(&mut self) {
+        for o in &self.openers {
+            o.abort();
+        }
+    }
+}
+
+async fn open_trial_page(browser: Arc<Browser>, viewport: Size, url: String) -> Result<TrialPage> {
+    let context = browser
+        .create_browser_context(CreateBrowserContextParams::default())
+        .await
+        .context("creating a browser context")?;
+    let params = CreateTargetParams::builder()
+        .url(url)
+        .browser_context_id(context.clone())
+        .build()
+        .map_err(|e| anyhow!(e))?;
+    let page = browser.new_page(params).await.context("opening a page")?;
+    page.execute(SetDeviceMetricsOverrideParams::new(
+        i64::from(viewport.width),
+        i64::from(viewport.height),
+        1.0,
+        false,
+    ))
+    .await
+    .context("setting the viewport")?;
+    Ok(TrialPage {
+        browser,
+        context: Some(context),
+        page,
+        viewport,
+        captures: 0,
+    })
 }
 
 /// One trial's page in its own browser context.
@@ -217,6 +277,8 @@ pub struct TrialPage {
 /// What [`TrialPage::capture`] returns: the observation and the page state read at the
 /// same instant, bracketed by the page clock.
 pub struct Capture {
+    /// Capture number within the page, from 0.
+    pub id: u64,
     pub png: Vec<u8>,
     pub size: Size,
     pub state: PageState,
@@ -227,6 +289,7 @@ pub struct Capture {
 
 #[derive(Deserialize)]
 struct RawFrame {
+    now: f64,
     url: String,
     html: String,
     text: String,
@@ -235,6 +298,7 @@ struct RawFrame {
 }
 
 const SNAPSHOT_JS: &str = r#"(() => {
+  const now = performance.now();
   const name = (e) => (e.getAttribute('aria-label') || e.innerText || e.textContent || '').trim();
   const selected = Array.from(document.querySelectorAll('[aria-pressed="true"],[aria-selected="true"],[aria-checked="true"]')).map(name);
   const controls = Array.from(document.querySelectorAll('input,textarea,select'))
@@ -246,7 +310,7 @@ const SNAPSHOT_JS: &str = r#"(() => {
       label: ((e.labels && e.labels[0]) ? e.labels[0].innerText : (e.getAttribute('aria-label') || '')).trim(),
       value: String(e.value),
     }));
-  return { url: location.href, html: document.documentElement.outerHTML,
+  return { now, url: location.href, html: document.documentElement.outerHTML,
            text: document.body ? document.body.innerText : '', controls, selected };
 })()"#;
 
@@ -286,7 +350,12 @@ impl TrialPage {
         if let Some(ex) = &resp.result.exception_details {
             bail!("page script threw: {}", ex.text);
         }
-        Ok(resp.result.result.value.clone().unwrap_or(serde_json::Value::Null))
+        Ok(resp
+            .result
+            .result
+            .value
+            .clone()
+            .unwrap_or(serde_json::Value::Null))
     }
 
     /// Waits until the top document and every frame report `readyState == complete`.
@@ -336,14 +405,18 @@ impl TrialPage {
 
     /// A trusted left click at a viewport point.
     pub async fn click(&self, p: Point) -> Result<()> {
-        self.mouse(DispatchMouseEventType::MouseMoved, p, false).await?;
-        self.mouse(DispatchMouseEventType::MousePressed, p, true).await?;
-        self.mouse(DispatchMouseEventType::MouseReleased, p, true).await
+        self.mouse(DispatchMouseEventType::MouseMoved, p, false)
+            .await?;
+        self.mouse(DispatchMouseEventType::MousePressed, p, true)
+            .await?;
+        self.mouse(DispatchMouseEventType::MouseReleased, p, true)
+            .await
     }
 
     /// Moves the mouse to a viewport point.
     pub async fn hover(&self, p: Point) -> Result<()> {
-        self.mouse(DispatchMouseEventType::MouseMoved, p, false).await
+        self.mouse(DispatchMouseEventType::MouseMoved, p, false)
+            .await
     }
 
     /// Inserts text into the focused element, as an IME commit would.
@@ -369,7 +442,11 @@ impl TrialPage {
         };
         for kind in [DispatchKeyEventType::KeyDown, DispatchKeyEventType::KeyUp] {
             let mut p = DispatchKeyEventParams::new(kind.clone());
-            p.key = Some(if code == "Space" { " ".into() } else { code.into() });
+            p.key = Some(if code == "Space" {
+                " ".into()
+            } else {
+                code.into()
+            });
             p.code = Some(code.into());
             p.windows_virtual_key_code = Some(vk);
             p.native_virtual_key_code = Some(vk);
@@ -407,6 +484,12 @@ impl TrialPage {
 
     /// Reads every frame's DOM through its own execution context.
     pub async fn page_state(&self) -> Result<PageState> {
+        Ok(self.page_state_at().await?.0)
+    }
+
+    /// [`Self::page_state`] plus the top document's clock when it was read.
+    async fn page_state_at(&self) -> Result<(PageState, f64)> {
+        let mut top_now = f64::NAN;
         let main = self.page.mainframe().await?;
         let mut frames = Vec::new();
         let mut ids = self.page.frames().await?;
@@ -428,7 +511,11 @@ impl TrialPage {
                 Err(_) if !is_top => continue,
                 Err(e) => return Err(e),
             };
-            let raw: RawFrame = serde_json::from_value(value).context("reading a frame snapshot")?;
+            let raw: RawFrame =
+                serde_json::from_value(value).context("reading a frame snapshot")?;
+            if is_top {
+                top_now = raw.now;
+            }
             if raw.url == "about:blank" && !is_top {
                 continue;
             }
@@ -447,37 +534,36 @@ impl TrialPage {
             .find(|f| f.is_top)
             .map(|f| f.url.clone())
             .ok_or_else(|| anyhow!("the page has no readable top frame"))?;
-        Ok(PageState { url, frames })
+        Ok((PageState { url, frames }, top_now))
     }
 
     /// Captures an observation: a screenshot scaled to `image` plus every frame's DOM and
-    /// visible text, bracketed by ledger capture marks (so the ledger can say what the
-    /// page showed at that instant).
+    /// visible text, bracketed by the page clock (read just before the screenshot and
+    /// inside the DOM read just after it), so the ledger can say what the page showed
+    /// during the capture.
     pub async fn capture(&mut self, image: Size) -> Result<Capture> {
         let id = self.captures;
         self.captures += 1;
-        let begin_ms = self
-            .eval(&format!("window.__faultline_capture ? window.__faultline_capture({id}, 'begin') : performance.now()"))
-            .await?
-            .as_f64()
-            .unwrap_or(f64::NAN);
-        let mut params = CaptureScreenshotParams::default();
-        params.format = Some(CaptureScreenshotFormat::Png);
-        params.clip = Some(Viewport {
-            x: 0.0,
-            y: 0.0,
-            width: f64::from(self.viewport.width),
-            height: f64::from(self.viewport.height),
-            scale: f64::from(image.width) / f64::from(self.viewport.width),
-        });
-        let shot = self.page.execute(params).await.context("taking a screenshot")?;
+        let begin_ms = self.page_now().await?;
+        let params = CaptureScreenshotParams {
+            format: Some(CaptureScreenshotFormat::Png),
+            optimize_for_speed: Some(true),
+            clip: Some(Viewport {
+                x: 0.0,
+                y: 0.0,
+                width: f64::from(self.viewport.width),
+                height: f64::from(self.viewport.height),
+                scale: f64::from(image.width) / f64::from(self.viewport.width),
+            }),
+            ..Default::default()
+        };
+        let shot = self
+            .page
+            .execute(params)
+            .await
+            .context("taking a screenshot")?;
         let png = base64_decode(shot.result.data.as_ref())?;
-        let state = self.page_state().await?;
-        let end_ms = self
-            .eval(&format!("window.__faultline_capture ? window.__faultline_capture({id}, 'end') : performance.now()"))
-            .await?
-            .as_f64()
-            .unwrap_or(f64::NAN);
+        let (state, end_ms) = self.page_state_at().await?;
         let text = state
             .frames
             .iter()
@@ -486,6 +572,7 @@ impl TrialPage {
             .collect::<Vec<_>>()
             .join("\n");
         Ok(Capture {
+            id,
             png,
             size: image,
             state,
@@ -506,16 +593,6 @@ impl TrialPage {
         if v != serde_json::Value::Bool(true) {
             bail!("ledger flush returned {v}");
         }
-        Ok(())
-    }
-
-    /// Records the agent's answer on the page's ledger.
-    pub async fn record_answer(&self, value: &str) -> Result<()> {
-        let js = format!(
-            "window.__faultline_answer({})",
-            serde_json::to_string(value).expect("strings serialize")
-        );
-        self.eval(&js).await?;
         Ok(())
     }
 

@@ -113,7 +113,9 @@ pub struct UsageError(pub String);
 /// The one place exit codes are decided.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
     if err.downcast_ref::<UsageError>().is_some()
-        || err.downcast_ref::<faultline_tasks::DecisionError>().is_some()
+        || err
+            .downcast_ref::<faultline_tasks::DecisionError>()
+            .is_some()
     {
         2
     } else {
@@ -146,7 +148,9 @@ async fn run(args: RunArgs) -> Result<()> {
     let out = match args.out {
         Some(o) => o,
         None if args.resume => {
-            return Err(usage(anyhow!("--resume needs --out DIR (the run to continue)")))
+            return Err(usage(anyhow!(
+                "--resume needs --out DIR (the run to continue)"
+            )))
         }
         None => PathBuf::from("results").join(format!("run-{}", utc_stamp())),
     };
@@ -173,7 +177,11 @@ async fn run(args: RunArgs) -> Result<()> {
         if secs > 0.0 { summary.trials_run as f64 / secs } else { 0.0 },
         jobs
     )?;
-    writeln!(stdout, "results:   {}", summary.out.join("results.sqlite").display())?;
+    writeln!(
+        stdout,
+        "results:   {}",
+        summary.out.join("results.sqlite").display()
+    )?;
     writeln!(stdout, "report:    {}", summary.report.display())?;
     Ok(())
 }
@@ -187,10 +195,17 @@ async fn serve(args: ServeArgs) -> Result<()> {
     for task in TaskKind::ALL {
         for i in 0..args.layouts {
             let l = faultline_tasks::Layout::for_root(args.seed, task, i);
-            println!("  {base}/s/inspect/{task}?layout={i}&seed={}   {}", l.seed, l.instruction().text);
+            println!(
+                "  {base}/s/inspect/{task}?layout={i}&seed={}   {}",
+                l.seed,
+                l.instruction().text
+            );
         }
     }
-    println!("ledgers: {base}/api/ledger/<scope> with header `Authorization: Bearer {}`", key.bearer_token());
+    println!(
+        "ledgers: {base}/api/ledger/<scope> with header `Authorization: Bearer {}`",
+        key.bearer_token()
+    );
     println!("press Ctrl-C to stop");
     tokio::signal::ctrl_c().await?;
     server.shutdown().await;
@@ -209,7 +224,10 @@ async fn record(args: RecordArgs) -> Result<()> {
     } else {
         args.tasks
             .iter()
-            .map(|t| t.parse().map_err(|e: String| usage(anyhow!("--tasks: {e}"))))
+            .map(|t| {
+                t.parse()
+                    .map_err(|e: String| usage(anyhow!("--tasks: {e}")))
+            })
             .collect::<Result<_>>()?
     };
     let overrides = Overrides {
@@ -218,7 +236,8 @@ async fn record(args: RecordArgs) -> Result<()> {
         jobs: None,
     };
     let config = config::resolve(&config::load_text(None)?, &overrides)?;
-    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
     let harness = Harness::start(&config).await?;
     let result = async {
         for task in tasks {
@@ -228,8 +247,13 @@ async fn record(args: RecordArgs) -> Result<()> {
                 set.decisions.push(d);
             }
             let path = args.out.join(format!("{task}.jsonl"));
-            std::fs::write(&path, set.to_jsonl()).with_context(|| format!("writing {}", path.display()))?;
-            println!("{}: {} decisions, all verified on a clean page", path.display(), set.decisions.len());
+            std::fs::write(&path, set.to_jsonl())
+                .with_context(|| format!("writing {}", path.display()))?;
+            println!(
+                "{}: {} decisions, all verified on a clean page",
+                path.display(),
+                set.decisions.len()
+            );
         }
         Ok::<_, anyhow::Error>(())
     }

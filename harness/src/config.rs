@@ -135,12 +135,13 @@ fn line_of_offset(text: &str, offset: usize) -> usize {
 
 /// The line where `key = ...` is set, for validation errors.
 fn line_of_key(text: &str, key: &str) -> Option<usize> {
-    text.lines().position(|l| {
-        let l = l.trim_start();
-        l.strip_prefix(key)
-            .is_some_and(|rest| rest.trim_start().starts_with('='))
-    })
-    .map(|i| i + 1)
+    text.lines()
+        .position(|l| {
+            let l = l.trim_start();
+            l.strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1)
 }
 
 /// Parses and validates a config, applying overrides.
@@ -153,7 +154,9 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
             .filter(|k| !k.is_empty() && !k.starts_with('['));
         let msg = e.message().trim().to_string();
         match (line, field) {
-            (Some(l), Some(f)) if !msg.contains(&f) => anyhow::anyhow!("{}:{l}: {f}: {msg}", config.name),
+            (Some(l), Some(f)) if !msg.contains(&f) => {
+                anyhow::anyhow!("{}:{l}: {f}: {msg}", config.name)
+            }
             (Some(l), _) => anyhow::anyhow!("{}:{l}: {msg}", config.name),
             (None, _) => anyhow::anyhow!("{}: {msg}", config.name),
         }
@@ -166,12 +169,20 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
     let seed = overrides.seed.or(file.seed).unwrap_or(DEFAULT_ROOT_SEED);
     let layouts = overrides.layouts.or(file.layouts).unwrap_or(40);
     if layouts == 0 || layouts > 10_000 {
-        bail!("{}: expected a number of layouts between 1 and 10000, found {layouts}", at("layouts"));
+        bail!(
+            "{}: expected a number of layouts between 1 and 10000, found {layouts}",
+            at("layouts")
+        );
     }
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
     let jobs = match overrides.jobs.or(file.jobs) {
         None | Some(0) => cores,
-        Some(j) if j > 64 => bail!("{}: expected at most 64 concurrent trials, found {j}", at("jobs")),
+        Some(j) if j > 64 => bail!(
+            "{}: expected at most 64 concurrent trials, found {j}",
+            at("jobs")
+        ),
         Some(j) => j,
     };
     let tasks = match &file.tasks {
@@ -179,7 +190,9 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         Some(list) => {
             let mut out = Vec::new();
             for t in list {
-                let task: TaskKind = t.parse().map_err(|e| anyhow::anyhow!("{}: {e}", at("tasks")))?;
+                let task: TaskKind = t
+                    .parse()
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", at("tasks")))?;
                 if out.contains(&task) {
                     bail!("{}: task `{t}` is listed twice", at("tasks"));
                 }
@@ -193,10 +206,15 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
     };
     let registry = Registry::default();
     let policies = match &file.policies {
-        None => faultline_policies::BUILTIN.iter().map(|s| s.to_string()).collect(),
+        None => faultline_policies::BUILTIN
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
         Some(list) => {
             for p in list {
-                registry.build(p).map_err(|e| anyhow::anyhow!("{}: {e}", at("policies")))?;
+                registry
+                    .build(p)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", at("policies")))?;
             }
             if list.is_empty() {
                 bail!("{}: expected at least one policy", at("policies"));
@@ -222,7 +240,10 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
             .unwrap_or(defaults.hover_settle_ms),
     };
     if timing.hover_settle_ms > 10_000 || timing.settle_ms > 10_000 {
-        bail!("{}: settle times above 10000 ms are almost certainly a typo", at("timing"));
+        bail!(
+            "{}: settle times above 10000 ms are almost certainly a typo",
+            at("timing")
+        );
     }
     Ok(ExperimentConfig {
         source: config.name.clone(),
@@ -256,7 +277,10 @@ mod tests {
         assert_eq!(c.seed, DEFAULT_ROOT_SEED);
         assert_eq!(c.layouts, 40);
         assert_eq!(c.tasks, TaskKind::ALL.to_vec());
-        assert_eq!(c.policies, vec!["unverified", "generic", "pixel", "outcome"]);
+        assert_eq!(
+            c.policies,
+            vec!["unverified", "generic", "pixel", "outcome"]
+        );
         assert_eq!(c.decisions, DecisionSource::Auto);
     }
 
@@ -269,28 +293,44 @@ mod tests {
         };
         let a = resolve(&text("seed = 2\nlayouts = 5\n"), &o).unwrap();
         assert_eq!((a.seed, a.layouts, a.jobs), (9, 3, 1));
-        let b = resolve(&text("seed = 9\nlayouts = 3\njobs = 7\n"), &Overrides::default()).unwrap();
+        let b = resolve(
+            &text("seed = 9\nlayouts = 3\njobs = 7\n"),
+            &Overrides::default(),
+        )
+        .unwrap();
         assert_eq!(a.identity(), b.identity());
     }
 
     #[test]
     fn errors_name_file_line_and_field() {
-        let e = resolve(&text("seed = 1\nlayouts = \"many\"\n"), &Overrides::default())
-            .unwrap_err()
-            .to_string();
+        let e = resolve(
+            &text("seed = 1\nlayouts = \"many\"\n"),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.starts_with("exp.toml:2: layouts:"), "{e}");
         let e = resolve(&text("seed = 1\nlayuots = 3\n"), &Overrides::default())
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("exp.toml:2:") && e.contains("layuots"), "{e}");
-        let e = resolve(&text("tasks = [\"grid\", \"grdi\"]\n"), &Overrides::default())
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("exp.toml:1: tasks: unknown task `grdi`"), "{e}");
+        let e = resolve(
+            &text("tasks = [\"grid\", \"grdi\"]\n"),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("exp.toml:1: tasks: unknown task `grdi`"),
+            "{e}"
+        );
         let e = resolve(&text("\npolicies = [\"outcom\"]\n"), &Overrides::default())
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("exp.toml:2: policies: unknown policy `outcom`"), "{e}");
+        assert!(
+            e.starts_with("exp.toml:2: policies: unknown policy `outcom`"),
+            "{e}"
+        );
         let e = resolve(&text("layouts = 0\n"), &Overrides::default())
             .unwrap_err()
             .to_string();

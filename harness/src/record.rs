@@ -56,7 +56,7 @@ async fn oracle_reply(env: &TrialEnv, layout: &Layout) -> Result<String> {
         ));
     }
     let image = faultline_tasks::layout::IMAGE;
-    let mut page = env.browser.new_trial_page(env.viewport).await?;
+    let mut page = env.pages.take().await?;
     let scope = Scope::random();
     let result = async {
         page.goto(&env.server.page_url(&scope, layout)).await?;
@@ -68,12 +68,7 @@ async fn oracle_reply(env: &TrialEnv, layout: &Layout) -> Result<String> {
             TaskKind::Chart => {
                 // Hover like a model would and read the tooltip from the observation.
                 let hover = format!("hover({x}, {y})");
-                let mut rt = RoundTrip {
-                    page: &mut page,
-                    fault: None,
-                    image,
-                    timing: env.timing,
-                };
+                let mut rt = RoundTrip::new(&mut page, None, image, env.timing);
                 let step = rt
                     .step(&hover)
                     .await?
@@ -99,7 +94,12 @@ async fn oracle_reply(env: &TrialEnv, layout: &Layout) -> Result<String> {
 }
 
 /// Records and verifies the oracle decision for one layout.
-pub async fn record_oracle(env: &TrialEnv, root_seed: u64, task: TaskKind, index: u32) -> Result<Decision> {
+pub async fn record_oracle(
+    env: &TrialEnv,
+    root_seed: u64,
+    task: TaskKind,
+    index: u32,
+) -> Result<Decision> {
     let layout = Layout::for_root(root_seed, task, index);
     let reply = oracle_reply(env, &layout)
         .await

@@ -18,7 +18,13 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Chat special tokens an honest parse stage strips before parsing.
-pub const SPECIAL_TOKENS: &[&str] = &["<|im_end|>", "<|eot_id|>", "<|end|>", "<|endoftext|>", "</s>"];
+pub const SPECIAL_TOKENS: &[&str] = &[
+    "<|im_end|>",
+    "<|eot_id|>",
+    "<|end|>",
+    "<|endoftext|>",
+    "</s>",
+];
 
 /// Timing knobs of the round trip.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -33,7 +39,7 @@ impl Default for Timing {
     fn default() -> Self {
         Timing {
             settle_ms: 120,
-            hover_settle_ms: 600,
+            hover_settle_ms: 800,
         }
     }
 }
@@ -71,7 +77,10 @@ pub struct StepOutcome {
 pub struct ReplyError(pub String);
 
 /// The stage where parse happens, exposed for agents and tests.
-pub fn parse_stage(reply: &str, fault: Option<StageFault>) -> Result<(Vec<Action>, Option<Witness>), ReplyError> {
+pub fn parse_stage(
+    reply: &str,
+    fault: Option<StageFault>,
+) -> Result<(Vec<Action>, Option<Witness>), ReplyError> {
     let mut cleaned = reply.to_string();
     for token in SPECIAL_TOKENS {
         cleaned = cleaned.replace(token, "");
@@ -81,18 +90,53 @@ pub fn parse_stage(reply: &str, fault: Option<StageFault>) -> Result<(Vec<Action
     Ok((actions, witness))
 }
 
+/// When an observation was captured (page clock of the top document), for the ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CaptureMark {
+    pub id: u64,
+    pub begin_ms: f64,
+    pub end_ms: f64,
+}
+
 /// The round trip over one trial page.
 pub struct RoundTrip<'a> {
     pub page: &'a mut TrialPage,
     pub fault: Option<StageFault>,
     pub image: Size,
     pub timing: Timing,
+    /// Every capture so far; the trial hands them to the ledger.
+    pub marks: Vec<CaptureMark>,
 }
 
-impl RoundTrip<'_> {
+impl<'a> RoundTrip<'a> {
+    pub fn new(
+        page: &'a mut TrialPage,
+        fault: Option<StageFault>,
+        image: Size,
+        timing: Timing,
+    ) -> Self {
+        RoundTrip {
+            page,
+            fault,
+            image,
+            timing,
+            marks: Vec::new(),
+        }
+    }
+
+    async fn capture(&mut self) -> Result<crate::browser::Capture> {
+        let c = self.page.capture(self.image).await?;
+        self.marks.push(CaptureMark {
+            id: c.id,
+            begin_ms: c.begin_ms,
+            end_ms: c.end_ms,
+        });
+        Ok(c)
+    }
+
     /// Captures an observation without acting (the "before" picture).
     pub async fn observe_now(&mut self) -> Result<(Observation, PageState)> {
-        let c = self.page.capture(self.image).await?;
+        let c = self.capture().await?;
         Ok((
             Observation {
                 png: c.png,
@@ -134,8 +178,12 @@ impl RoundTrip<'_> {
             let message = match action {
                 Action::Click { .. } => {
                     let p = viewport_point.expect("clicks have points");
-                    last_pointer_into_iframe =
-                        self.page.element_tag_at(p).await?.as_deref() == Some("IFRAME");
+                    // The feedback fault's condition is the harness's own hit test; an
+                    // honest tool does not need it, so it is only paid for when asked.
+                    if self.fault == Some(StageFault::IframeNoChange) {
+                        last_pointer_into_iframe =
+                            self.page.element_tag_at(p).await?.as_deref() == Some("IFRAME");
+                    }
                     self.page.click(p).await?;
                     format!("Clicked at {}.", p)
                 }
@@ -143,7 +191,11 @@ impl RoundTrip<'_> {
                     let p = viewport_point.expect("hovers have points");
                     last_pointer_into_iframe = false;
                     self.page.hover(p).await?;
-                    hovered_at = Some(self.page.page_now().await?);
+                    hovered_at = Some(if self.fault.is_some_and(StageFault::skips_hover_settle) {
+                        self.page.page_now().await?
+                    } else {
+                        f64::NAN
+                    });
                     format!("Moved the mouse to {}.", p)
                 }
                 Action::Type { text } => {
@@ -220,8 +272,17 @@ impl RoundTrip<'_> {
         if settle > 0 {
             tokio::time::sleep(Duration::from_millis(settle)).await;
         }
-        self.page.wait_ready(Duration::from_secs(10)).await?;
-        let capture = self.page.capture(self.image).await?;
+        // Only clicks and keys can start a navigation worth waiting for.
+        let may_navigate = actions.iter().any(|a| {
+            matches!(
+                a,
+                Action::Click { .. } | Action::Press { .. } | Action::Type { .. }
+            )
+        });
+        if may_navigate {
+            self.page.wait_ready(Duration::from_secs(10)).await?;
+        }
+        let capture = self.capture().await?;
         if let (true, Some(hover_at)) = (skip_hover_settle, hovered_at) {
             // Witness: wait as long as an honest observe stage would have, then read
             // when the tooltip appeared from the page itself.
@@ -231,10 +292,11 @@ impl RoundTrip<'_> {
                 .eval("(() => { const t = document.querySelector('[role=\"tooltip\"]'); return t && !t.hidden && t.dataset.shownAt ? Number(t.dataset.shownAt) : null; })()")
                 .await?
                 .as_f64();
-            witness = witness.or(Witness::capture_before_tooltip(hover_at, capture.end_ms, shown));
-        }
-        if let Some(a) = &answer {
-            self.page.record_answer(a).await?;
+            witness = witness.or(Witness::capture_before_tooltip(
+                hover_at,
+                capture.end_ms,
+                shown,
+            ));
         }
         Ok(Ok(StepOutcome {
             actions,
@@ -260,10 +322,24 @@ mod tests {
     #[test]
     fn honest_parse_strips_special_tokens_and_the_fault_does_not() {
         let (a, w) = parse_stage("type(\"Record-10\")<|im_end|>", None).unwrap();
-        assert_eq!(a, vec![Action::Type { text: "Record-10".into() }]);
+        assert_eq!(
+            a,
+            vec![Action::Type {
+                text: "Record-10".into()
+            }]
+        );
         assert!(w.is_none());
-        let (a, w) = parse_stage("type(\"Record-10\")\npress(\"Enter\")", Some(StageFault::TokenLeak)).unwrap();
-        assert_eq!(a[0], Action::Type { text: "Record-10<|im_end|>".into() });
+        let (a, w) = parse_stage(
+            "type(\"Record-10\")\npress(\"Enter\")",
+            Some(StageFault::TokenLeak),
+        )
+        .unwrap();
+        assert_eq!(
+            a[0],
+            Action::Type {
+                text: "Record-10<|im_end|>".into()
+            }
+        );
         assert!(w.is_some());
         assert!(parse_stage("click(1)", None).is_err());
     }

@@ -83,8 +83,14 @@ impl Harness {
             .iter()
             .map(|p| registry.build(p).map_err(|e| anyhow!(e)))
             .collect::<Result<Vec<_>>>()?;
+        let pages = browser.page_pool(
+            config.viewport,
+            config.jobs,
+            format!("{}/warm", server.base_url()),
+        );
         Ok(Harness {
             env: Arc::new(TrialEnv {
+                pages,
                 browser: Arc::new(browser),
                 server: Arc::new(server),
                 scorer: Arc::new(Scorer::new(key)),
@@ -98,6 +104,7 @@ impl Harness {
     /// Stops the browser and the server.
     pub async fn shutdown(self) {
         if let Ok(env) = Arc::try_unwrap(self.env) {
+            drop(env.pages);
             if let Ok(browser) = Arc::try_unwrap(env.browser) {
                 browser.close().await;
             }
@@ -119,8 +126,7 @@ pub async fn run(req: RunRequest) -> Result<RunSummary> {
             req.out.display()
         )));
     }
-    std::fs::create_dir_all(&req.out)
-        .with_context(|| format!("creating {}", req.out.display()))?;
+    std::fs::create_dir_all(&req.out).with_context(|| format!("creating {}", req.out.display()))?;
     let mut db = ResultsDb::open(&db_path)?;
     let identity = serde_json::to_string(&req.config.identity())?;
     match db.meta("config_identity")? {
@@ -207,8 +213,10 @@ async fn run_with(
     let bar = if req.progress {
         let bar = ProgressBar::new(total as u64);
         bar.set_style(
-            ProgressStyle::with_template("detection {bar:40} {pos}/{len} trials  {elapsed} elapsed, ETA {eta}")
-                .expect("valid template"),
+            ProgressStyle::with_template(
+                "detection {bar:40} {pos}/{len} trials  {elapsed} elapsed, ETA {eta}",
+            )
+            .expect("valid template"),
         );
         bar.set_position(skipped as u64);
         bar.reset_eta();
@@ -281,9 +289,12 @@ fn preload_decisions(config: &ExperimentConfig) -> Result<Option<(DecisionSet, S
         }
         DecisionSource::Auto => {
             let embedded = faultline_tasks::decision::embedded_default()?;
-            Ok(missing_decisions(config, &embedded)
-                .is_empty()
-                .then(|| (embedded, "committed oracle decisions (tasks/decisions)".to_string())))
+            Ok(missing_decisions(config, &embedded).is_empty().then(|| {
+                (
+                    embedded,
+                    "committed oracle decisions (tasks/decisions)".to_string(),
+                )
+            }))
         }
     }
 }
@@ -299,7 +310,11 @@ fn missing_decisions(config: &ExperimentConfig, set: &DecisionSet) -> Vec<(TaskK
 
 /// Records the missing oracle decisions into the run directory, one line at a time, so
 /// an interrupted recording resumes too.
-async fn record_decisions(config: &ExperimentConfig, out: &Path, env: &Arc<TrialEnv>) -> Result<(DecisionSet, String)> {
+async fn record_decisions(
+    config: &ExperimentConfig,
+    out: &Path,
+    env: &Arc<TrialEnv>,
+) -> Result<(DecisionSet, String)> {
     let path = out.join("decisions.jsonl");
     let mut set = if path.exists() {
         DecisionSet::load(&path)?
@@ -325,7 +340,10 @@ async fn record_decisions(config: &ExperimentConfig, out: &Path, env: &Arc<Trial
             set.decisions.push(d);
         }
     }
-    Ok((set, format!("oracle decisions recorded into {}", path.display())))
+    Ok((
+        set,
+        format!("oracle decisions recorded into {}", path.display()),
+    ))
 }
 
 fn store(db: &mut ResultsDb, shots: &Path, spec: &TrialSpec, r: TrialResult) -> Result<()> {

@@ -5,7 +5,7 @@
 //! evidence only; the ledger is read afterwards, by [`Scorer`], which alone holds the
 //! ledger key.
 
-use crate::browser::BrowserHandle;
+use crate::browser::{BrowserHandle, PagePool};
 use crate::roundtrip::{RoundTrip, Timing};
 use anyhow::{Context, Result};
 use faultline_faults::{StageFault, Witness};
@@ -26,6 +26,21 @@ impl Scorer {
         Scorer { key }
     }
 
+    /// Records a capture's page-clock interval in the scope's ledger.
+    pub fn note_capture(&self, scope: &Scope, mark: &crate::roundtrip::CaptureMark) {
+        self.key.note(
+            scope,
+            "capture",
+            serde_json::json!({ "id": mark.id, "begin_ms": mark.begin_ms, "end_ms": mark.end_ms }),
+        );
+    }
+
+    /// Records the agent's answer in the scope's ledger.
+    pub fn note_answer(&self, scope: &Scope, value: &str) {
+        self.key
+            .note(scope, "answer", serde_json::json!({ "value": value }));
+    }
+
     /// Takes the scope's ledger and judges it against the layout.
     pub fn score(&self, scope: &Scope, layout: &Layout) -> (Ledger, Truth) {
         let ledger = self.key.take(scope);
@@ -37,6 +52,8 @@ impl Scorer {
 /// What a trial needs from the run.
 pub struct TrialEnv {
     pub browser: Arc<BrowserHandle>,
+    /// Fresh pages opened ahead of time, one browser context each.
+    pub pages: PagePool,
     pub server: Arc<FixtureServer>,
     pub scorer: Arc<Scorer>,
     pub policies: Arc<Vec<Box<dyn VerificationPolicy>>>,
@@ -96,17 +113,19 @@ pub async fn run_trial(
     let layout = decision.layout();
     let instruction = layout.instruction();
     let scope = Scope::random();
-    let mut page = env.browser.new_trial_page(env.viewport).await?;
+    let mut page = env.pages.take().await?;
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, "page open");
     let result = async {
         page.goto(&env.server.page_url(&scope, &layout)).await?;
-        let mut rt = RoundTrip {
-            page: &mut page,
-            fault,
-            image: decision.image,
-            timing: env.timing,
-        };
-        let (before, before_state) = rt.observe_now().await.context("observing before the action")?;
+        tracing::debug!(ms = started.elapsed().as_millis() as u64, "loaded");
+        let mut rt = RoundTrip::new(&mut page, fault, decision.image, env.timing);
+        let (before, before_state) = rt
+            .observe_now()
+            .await
+            .context("observing before the action")?;
+        tracing::debug!(ms = started.elapsed().as_millis() as u64, "observed before");
         let step = rt.step(&decision.reply).await?;
+        tracing::debug!(ms = started.elapsed().as_millis() as u64, "stepped");
         let step = match step {
             Ok(s) => s,
             Err(parse_error) => {
@@ -143,9 +162,16 @@ pub async fn run_trial(
             .iter()
             .map(|p| (p.name().to_string(), p.judge(&evidence)))
             .collect();
-        // Only now is the ledger read.
+        // Only now is the ledger read, after the harness adds what it witnessed itself.
         rt.page.flush_ledger().await?;
+        for m in &rt.marks {
+            env.scorer.note_capture(&scope, m);
+        }
+        if let Some(answer) = &step.answer {
+            env.scorer.note_answer(&scope, answer);
+        }
         let (ledger, truth) = env.scorer.score(&scope, &layout);
+        tracing::debug!(ms = started.elapsed().as_millis() as u64, "scored");
         Ok(TrialResult {
             executed_json: serde_json::to_string(&step.executed)?,
             evidence_json: serde_json::to_string(&EvidenceRecord {
@@ -167,6 +193,7 @@ pub async fn run_trial(
         })
     }
     .await;
-    page.close().await;
+    // Closing a context takes a few round trips; nothing waits for it.
+    tokio::spawn(page.close());
     result
 }

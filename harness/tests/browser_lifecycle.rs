@@ -30,10 +30,16 @@ fn wait_dead(pid: u32) -> bool {
 
 #[tokio::test]
 async fn close_ends_the_browser_process() {
-    let b = BrowserHandle::launch(&find_chromium(None).unwrap()).await.unwrap();
+    let b = BrowserHandle::launch(&find_chromium(None).unwrap())
+        .await
+        .unwrap();
     let pid = b.pid().unwrap();
     assert!(alive(pid));
-    assert!(b.version().contains('/'), "product string like Chrome/156: {}", b.version());
+    assert!(
+        b.version().contains('/'),
+        "product string like Chrome/156: {}",
+        b.version()
+    );
     b.close().await;
     assert!(wait_dead(pid), "chromium {pid} survived close()");
 }
@@ -44,7 +50,9 @@ async fn child_holds_a_browser() {
     if std::env::var_os("FAULTLINE_TEST_CHILD").is_none() {
         return;
     }
-    let b = BrowserHandle::launch(&find_chromium(None).unwrap()).await.unwrap();
+    let b = BrowserHandle::launch(&find_chromium(None).unwrap())
+        .await
+        .unwrap();
     println!("CHROMIUM_PID={}", b.pid().unwrap());
     tokio::time::sleep(Duration::from_secs(60)).await;
     b.close().await;
@@ -53,7 +61,12 @@ async fn child_holds_a_browser() {
 #[test]
 fn sigkilled_parent_takes_its_browser_with_it() {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_holds_a_browser", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "child_holds_a_browser",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("FAULTLINE_TEST_CHILD", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -63,10 +76,17 @@ fn sigkilled_parent_takes_its_browser_with_it() {
     let pid: u32 = BufReader::new(stdout)
         .lines()
         .map_while(Result::ok)
-        .find_map(|l| l.strip_prefix("CHROMIUM_PID=").map(|p| p.trim().parse().unwrap()))
+        // libtest prints "test child_holds_a_browser ... " on the same line.
+        .find_map(|l| {
+            l.split_once("CHROMIUM_PID=")
+                .map(|(_, p)| p.trim().parse().unwrap())
+        })
         .expect("child printed the browser pid");
     assert!(alive(pid));
     child.kill().unwrap(); // SIGKILL: no destructor runs in the child.
     child.wait().unwrap();
-    assert!(wait_dead(pid), "chromium {pid} survived its parent's SIGKILL");
+    assert!(
+        wait_dead(pid),
+        "chromium {pid} survived its parent's SIGKILL"
+    );
 }

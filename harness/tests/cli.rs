@@ -3,7 +3,10 @@
 use std::process::Command;
 
 fn faultline(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_faultline")).args(args).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(args)
+        .output()
+        .unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -17,10 +20,19 @@ fn bad_config_is_a_usage_error_naming_file_line_and_field() {
     let cfg = dir.path().join("exp.toml");
     std::fs::write(&cfg, "seed = 3\n\npolicies = [\"outcome\", \"pixle\"]\n").unwrap();
     let out = dir.path().join("out");
-    let (code, _, stderr) = faultline(&["run", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let (code, _, stderr) = faultline(&[
+        "run",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(code, 2, "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "one-line cause: {stderr}");
-    assert!(stderr.contains("exp.toml:3: policies: unknown policy `pixle`"), "{stderr}");
+    assert!(
+        stderr.contains("exp.toml:3: policies: unknown policy `pixle`"),
+        "{stderr}"
+    );
     assert!(!out.exists(), "nothing is written for a rejected config");
 }
 
@@ -30,9 +42,19 @@ fn malformed_decision_file_names_file_and_line() {
     let dec = dir.path().join("d.jsonl");
     std::fs::write(&dec, "{\"schema\": 1}\n").unwrap();
     let cfg = dir.path().join("exp.toml");
-    std::fs::write(&cfg, format!("decisions = {:?}\nlayouts = 1\n", dec.to_str().unwrap())).unwrap();
+    std::fs::write(
+        &cfg,
+        format!("decisions = {:?}\nlayouts = 1\n", dec.to_str().unwrap()),
+    )
+    .unwrap();
     let out = dir.path().join("out");
-    let (code, _, stderr) = faultline(&["run", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let (code, _, stderr) = faultline(&[
+        "run",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_ne!(code, 0);
     assert!(stderr.contains("d.jsonl:1: missing field"), "{stderr}");
 }
@@ -52,7 +74,14 @@ fn help_documents_every_subcommand() {
         assert!(stdout.contains(cmd), "{stdout}");
     }
     let (_, run_help, _) = faultline(&["run", "--help"]);
-    for flag in ["--config", "--out", "--seed", "--layouts", "--jobs", "--resume"] {
+    for flag in [
+        "--config",
+        "--out",
+        "--seed",
+        "--layouts",
+        "--jobs",
+        "--resume",
+    ] {
         assert!(run_help.contains(flag), "{run_help}");
     }
 }

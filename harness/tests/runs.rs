@@ -15,25 +15,51 @@ fn tables(dir: &std::path::Path) -> (String, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn same_seed_same_tables_and_an_interrupted_run_resumes_without_duplicates() {
     let tmp = tempfile::tempdir().unwrap();
-    let (a, b, c) = (tmp.path().join("a"), tmp.path().join("b"), tmp.path().join("c"));
+    let (a, b, c) = (
+        tmp.path().join("a"),
+        tmp.path().join("b"),
+        tmp.path().join("c"),
+    );
     let layouts = 3;
     let total = 4 * layouts as usize * 2;
 
     let first = common::run_into(&a, layouts, false, None).await;
     assert_eq!((first.trials_total, first.trials_run), (total, total));
     common::run_into(&b, layouts, false, None).await;
-    assert_eq!(tables(&a), tables(&b), "same seed and config, byte-identical tables");
+    assert_eq!(
+        tables(&a),
+        tables(&b),
+        "same seed and config, byte-identical tables"
+    );
     let (detection, false_alarms) = tables(&a);
-    assert_eq!(detection.lines().count(), 1 + 4 * 4, "a row per fault x policy");
-    assert_eq!(false_alarms.lines().count(), 1 + 4 * 4, "a row per task x policy");
+    assert_eq!(
+        detection.lines().count(),
+        1 + 4 * 4,
+        "a row per fault x policy"
+    );
+    assert_eq!(
+        false_alarms.lines().count(),
+        1 + 4 * 4,
+        "a row per task x policy"
+    );
 
     // Interrupted after 5 trials, then resumed.
     let partial = common::run_into(&c, layouts, false, Some(5)).await;
     assert_eq!(partial.trials_run, 5);
-    assert_eq!(ResultsDb::open_read_only(&c.join("results.sqlite")).unwrap().count("trials").unwrap(), 5);
+    assert_eq!(
+        ResultsDb::open_read_only(&c.join("results.sqlite"))
+            .unwrap()
+            .count("trials")
+            .unwrap(),
+        5
+    );
     let resumed = common::run_into(&c, layouts, true, None).await;
     assert_eq!((resumed.trials_skipped, resumed.trials_run), (5, total - 5));
-    assert_eq!(tables(&c), tables(&a), "resumed run, same tables as an uninterrupted one");
+    assert_eq!(
+        tables(&c),
+        tables(&a),
+        "resumed run, same tables as an uninterrupted one"
+    );
     let db = ResultsDb::open_read_only(&c.join("results.sqlite")).unwrap();
     let trials = db.trials().unwrap();
     let keys: BTreeSet<_> = trials.iter().map(|t| t.trial_key.clone()).collect();

@@ -19,7 +19,11 @@ async fn committed_decisions_replay_cleanly_per_the_ledger() {
         for index in [0, 9, 22, 39] {
             let d = set.find(task, DEFAULT_ROOT_SEED, index).unwrap();
             let r = run_trial(&h.env, d, None).await.unwrap();
-            assert!(r.truth.achieved, "{task} layout {index}: {}", r.truth.detail);
+            assert!(
+                r.truth.achieved,
+                "{task} layout {index}: {}",
+                r.truth.detail
+            );
             assert!(r.witness.is_none(), "no fault, no witness");
             assert!(!r.ledger.events.is_empty());
         }
@@ -43,11 +47,28 @@ async fn each_stage_fault_fires_with_its_witness_and_working_trials_are_unaffect
                 .clone()
                 .unwrap_or_else(|| panic!("{fault} did not fire on {task} layout {index}"));
             match (fault, &w) {
-                (StageFault::TokenLeak, Witness::TokenLeak { original, corrupted }) => {
+                (
+                    StageFault::TokenLeak,
+                    Witness::TokenLeak {
+                        original,
+                        corrupted,
+                    },
+                ) => {
                     assert_eq!(corrupted, &format!("{original}{LEAKED_TOKEN}"));
-                    assert!(faulty.truth.detail.contains(LEAKED_TOKEN), "{}", faulty.truth.detail);
+                    assert!(
+                        faulty.truth.detail.contains(LEAKED_TOKEN),
+                        "{}",
+                        faulty.truth.detail
+                    );
                 }
-                (StageFault::UnscaledCoordinates, Witness::UnscaledCoordinates { image_point, intended, executed }) => {
+                (
+                    StageFault::UnscaledCoordinates,
+                    Witness::UnscaledCoordinates {
+                        image_point,
+                        intended,
+                        executed,
+                    },
+                ) => {
                     assert_eq!(executed, image_point);
                     assert!((intended.x - image_point.x * 4.0 / 3.0).abs() < 1e-9);
                     let detail = &faulty.truth.detail;
@@ -62,8 +83,16 @@ async fn each_stage_fault_fires_with_its_witness_and_working_trials_are_unaffect
                     assert!(original.starts_with("Clicked at"));
                     assert_eq!(faulty.tool_message, NO_CHANGE_MESSAGE);
                 }
-                (StageFault::CaptureBeforeTooltip, Witness::CaptureBeforeTooltip { hover_at_ms, capture_at_ms, tooltip_shown_at_ms }) => {
-                    let shown = tooltip_shown_at_ms.expect("the tooltip appears after the early capture");
+                (
+                    StageFault::CaptureBeforeTooltip,
+                    Witness::CaptureBeforeTooltip {
+                        hover_at_ms,
+                        capture_at_ms,
+                        tooltip_shown_at_ms,
+                    },
+                ) => {
+                    let shown =
+                        tooltip_shown_at_ms.expect("the tooltip appears after the early capture");
                     assert!(hover_at_ms <= capture_at_ms && capture_at_ms < &shown);
                 }
                 (f, w) => panic!("{f} left the wrong witness {w:?}"),
@@ -77,7 +106,11 @@ async fn each_stage_fault_fires_with_its_witness_and_working_trials_are_unaffect
                 faulty.truth.detail
             );
             // The outcome policy catches every fired stage fault.
-            let outcome = faulty.judgements.iter().find(|(p, _)| p == "outcome").unwrap();
+            let outcome = faulty
+                .judgements
+                .iter()
+                .find(|(p, _)| p == "outcome")
+                .unwrap();
             assert_eq!(
                 outcome.1.verdict == Verdict::Success,
                 faulty.truth.achieved,
@@ -87,8 +120,16 @@ async fn each_stage_fault_fires_with_its_witness_and_working_trials_are_unaffect
 
             let working = run_trial(&h.env, d, None).await.unwrap();
             assert!(working.witness.is_none());
-            assert!(working.truth.achieved, "{task} layout {index}: {}", working.truth.detail);
-            let outcome = working.judgements.iter().find(|(p, _)| p == "outcome").unwrap();
+            assert!(
+                working.truth.achieved,
+                "{task} layout {index}: {}",
+                working.truth.detail
+            );
+            let outcome = working
+                .judgements
+                .iter()
+                .find(|(p, _)| p == "outcome")
+                .unwrap();
             assert_eq!(outcome.1.verdict, Verdict::Success, "{}", outcome.1.message);
         }
     }

@@ -21,8 +21,9 @@ pub struct LedgerEvent {
     pub server_ms: f64,
     /// The page's own clock (`performance.now()`) when it sent the event, if page-sent.
     pub page_ms: Option<f64>,
-    /// What happened: `typed`, `submitted`, `click`, `row_selected`, `tooltip_shown`,
-    /// `tooltip_hidden`, `capture`, `answer`, `page_loaded`.
+    /// What happened. Page-sent: `typed`, `click`, `row_selected`, `tooltip_shown`,
+    /// `tooltip_hidden`; server-recorded: `submitted`; harness-recorded (through the
+    /// key): `capture` (id and page-clock interval), `answer`.
     pub kind: String,
     pub data: serde_json::Value,
 }
@@ -69,6 +70,12 @@ impl LedgerKey {
         self.store.take(&scope.0)
     }
 
+    /// Records an event the harness itself witnessed (`capture`, `answer`). Needs the key,
+    /// so neither a page nor a policy can write these.
+    pub fn note(&self, scope: &Scope, kind: &str, data: serde_json::Value) {
+        self.store.append(scope, kind, None, data);
+    }
+
     /// The bearer token for the HTTP ledger endpoint (for `faultline serve`, which prints
     /// it so a person can inspect ledgers; never stored in results).
     pub fn bearer_token(&self) -> String {
@@ -89,8 +96,7 @@ impl Scope {
     pub fn parse(s: &str) -> Option<Scope> {
         let ok = !s.is_empty()
             && s.len() <= 64
-            && s
-                .bytes()
+            && s.bytes()
                 .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase() || b == b'-' || b == b'_');
         ok.then(|| Scope(s.to_string()))
     }
@@ -120,7 +126,13 @@ impl LedgerStore {
         }
     }
 
-    pub(crate) fn append(&self, scope: &Scope, kind: &str, page_ms: Option<f64>, data: serde_json::Value) {
+    pub(crate) fn append(
+        &self,
+        scope: &Scope,
+        kind: &str,
+        page_ms: Option<f64>,
+        data: serde_json::Value,
+    ) {
         let server_ms = self.started.elapsed().as_secs_f64() * 1000.0;
         let mut scopes = self.scopes.lock().expect("ledger lock");
         let events = scopes.entry(scope.0.clone()).or_default();
@@ -149,7 +161,12 @@ impl LedgerStore {
         }
     }
 
-    pub(crate) fn snapshot_authorized(&self, secret: &[u8; 32], token: &str, scope: &str) -> Option<Ledger> {
+    pub(crate) fn snapshot_authorized(
+        &self,
+        secret: &[u8; 32],
+        token: &str,
+        scope: &str,
+    ) -> Option<Ledger> {
         // Constant-time comparison: the token is a secret.
         let given = hex::decode(token).ok()?;
         if given.len() != secret.len() {

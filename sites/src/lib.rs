@@ -126,6 +126,7 @@ fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(index))
         .route("/static/ledger.js", get(ledger_js))
+        .route("/warm", get(warm))
         .route("/s/{scope}/event", post(event))
         .route("/s/{scope}/search/results", get(search_results))
         .route("/s/{scope}/frame/orders", get(frame_orders))
@@ -159,22 +160,22 @@ struct PageEvent {
 /// Event kinds a page may send; anything else is refused so a typo cannot silently
 /// become an unscored event.
 const PAGE_EVENT_KINDS: &[&str] = &[
-    "page_loaded",
     "typed",
     "click",
     "row_selected",
     "tooltip_shown",
     "tooltip_hidden",
-    "capture",
-    "answer",
 ];
 
 fn bad_request(msg: impl Into<String>) -> Response {
     (StatusCode::BAD_REQUEST, msg.into()).into_response()
 }
 
-fn scope_or_400(raw: &str) -> Result<Scope, Response> {
-    Scope::parse(raw).ok_or_else(|| bad_request("scope: expected 1-64 characters of [0-9a-z_-]"))
+fn scope_or_400(raw: &str) -> Result<Scope, (StatusCode, &'static str)> {
+    Scope::parse(raw).ok_or((
+        StatusCode::BAD_REQUEST,
+        "scope: expected 1-64 characters of [0-9a-z_-]",
+    ))
 }
 
 async fn index(headers: HeaderMap) -> Html<String> {
@@ -195,9 +196,18 @@ async fn index(headers: HeaderMap) -> Html<String> {
     Html(pages::index_page(&format!("http://{host}"), &links))
 }
 
+/// A blank page on the server's origin: the harness opens fresh contexts here so their
+/// renderer process is up before a trial navigates.
+async fn warm() -> Html<&'static str> {
+    Html("<!doctype html><html><head><meta charset=\"utf-8\"><title>ready</title></head><body></body></html>")
+}
+
 async fn ledger_js() -> impl IntoResponse {
     (
-        [(header::CONTENT_TYPE, "application/javascript; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "application/javascript; charset=utf-8",
+        )],
         pages::LEDGER_JS,
     )
 }
@@ -209,7 +219,7 @@ async fn event(
 ) -> Response {
     let scope = match scope_or_400(&scope) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     if !PAGE_EVENT_KINDS.contains(&ev.kind.as_str()) {
         return bad_request(format!("kind: unknown event kind `{}`", ev.kind));
@@ -218,10 +228,13 @@ async fn event(
     StatusCode::NO_CONTENT.into_response()
 }
 
-async fn task_page(Path((scope, task)): Path<(String, String)>, Query(q): Query<LayoutQuery>) -> Response {
+async fn task_page(
+    Path((scope, task)): Path<(String, String)>,
+    Query(q): Query<LayoutQuery>,
+) -> Response {
     let scope = match scope_or_400(&scope) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let task: TaskKind = match task.parse() {
         Ok(t) => t,
@@ -237,13 +250,10 @@ async fn task_page(Path((scope, task)): Path<(String, String)>, Query(q): Query<
     Html(html).into_response()
 }
 
-async fn frame_orders(
-    Path(scope): Path<String>,
-    Query(q): Query<LayoutQuery>,
-) -> Response {
+async fn frame_orders(Path(scope): Path<String>, Query(q): Query<LayoutQuery>) -> Response {
     let scope = match scope_or_400(&scope) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let layout = Layout::generate(TaskKind::Frame, q.layout, q.seed);
     let LayoutSpec::Frame(f) = &layout.spec else {
@@ -259,7 +269,7 @@ async fn search_results(
 ) -> Response {
     let scope = match scope_or_400(&scope) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let layout = Layout::generate(TaskKind::Search, q.layout, q.seed);
     let LayoutSpec::Search(s) = &layout.spec else {
@@ -281,7 +291,13 @@ async fn search_results(
         None,
         serde_json::json!({ "query": q.q, "results": results }),
     );
-    Html(pages::search_results(scope.as_str(), &layout, &q.q, &results)).into_response()
+    Html(pages::search_results(
+        scope.as_str(),
+        &layout,
+        &q.q,
+        &results,
+    ))
+    .into_response()
 }
 
 async fn ledger_api(
@@ -294,9 +310,16 @@ async fn ledger_api(
         .and_then(|h| h.to_str().ok())
         .and_then(|h| h.strip_prefix("Bearer "));
     let Some(token) = token else {
-        return (StatusCode::UNAUTHORIZED, "the ledger needs the run's bearer token").into_response();
+        return (
+            StatusCode::UNAUTHORIZED,
+            "the ledger needs the run's bearer token",
+        )
+            .into_response();
     };
-    match state.store.snapshot_authorized(&state.secret, token, &scope) {
+    match state
+        .store
+        .snapshot_authorized(&state.secret, token, &scope)
+    {
         Some(ledger) => Json(ledger).into_response(),
         None => (StatusCode::UNAUTHORIZED, "wrong bearer token").into_response(),
     }

@@ -11,7 +11,8 @@ use faultline_tasks::Layout;
 
 /// The shared page script. Every page event goes through `send`, which counts requests
 /// in flight so the harness can wait for the ledger to be complete (`__faultline_flush`)
-/// before scoring reads it.
+/// before scoring reads it. Capture instants and answers are not page events: the
+/// harness records those itself, through the ledger key, so a page cannot forge them.
 pub const LEDGER_JS: &str = r#"(function () {
   var meta = document.querySelector('meta[name="fl-scope"]');
   var scope = meta ? meta.content : 'none';
@@ -42,21 +43,6 @@ pub const LEDGER_JS: &str = r#"(function () {
       })();
     });
   };
-  // Harness instrumentation: marks the start or end of a screenshot capture, with the
-  // tooltip's state at that instant. Resolves to the page clock once recorded.
-  window.__faultline_capture = function (id, phase) {
-    var tip = document.querySelector('[role="tooltip"]');
-    var visible = !!tip && !tip.hidden;
-    var now = performance.now();
-    return send('capture', { id: id, phase: phase, tooltip_visible: visible,
-                             tooltip_text: visible ? tip.textContent : null })
-      .then(function () { return now; });
-  };
-  // Harness instrumentation: the agent's answer, recorded for scoring.
-  window.__faultline_answer = function (value) {
-    return send('answer', { value: String(value) }).then(function () { return true; });
-  };
-  send('page_loaded', { path: location.pathname + location.search });
 })();
 "#;
 
@@ -305,7 +291,7 @@ document.querySelectorAll('.bar').forEach(function (bar) {{
   bar.addEventListener('mouseleave', function () {{
     bar.classList.remove('hot');
     clearTimeout(timer);
-    if (!tip.hidden) {{ tip.hidden = true; __fl.send('tooltip_hidden', {{ label: m[0] }}); }}
+    if (!tip.hidden) {{ tip.hidden = true; __fl.send('tooltip_hidden', {{ label: m[0], at_ms: performance.now() }}); }}
   }});
 }});"#,
         data = data.join(","),

@@ -111,37 +111,55 @@ enum CaptureShows {
     Other(String),
 }
 
-/// Whether the tooltip text was `wanted` at both the start and the end of the last
-/// capture (a tooltip that appeared mid-capture does not count as seen).
+/// What the tooltip showed during the last capture. The harness records each capture's
+/// page-clock interval; the page records when the tooltip was shown and hidden, on the
+/// same clock. The tooltip counts as seen only if it was showing `wanted` for the whole
+/// interval (one that appeared mid-capture may be missing from the screenshot).
 fn last_capture_shows(ledger: &Ledger, wanted: &str) -> CaptureShows {
-    let Some(last_id) = ledger
+    let Some(capture) = ledger
         .of_kind("capture")
-        .filter_map(|e| e.data["id"].as_u64())
-        .max()
+        .max_by_key(|e| e.data["id"].as_u64().unwrap_or(0))
     else {
         return CaptureShows::NoCapture;
     };
-    let phases: Vec<&serde_json::Value> = ledger
-        .of_kind("capture")
-        .filter(|e| e.data["id"].as_u64() == Some(last_id))
-        .map(|e| &e.data)
-        .collect();
-    let texts: Vec<Option<&str>> = phases
+    let (Some(begin), Some(end)) = (
+        capture.data["begin_ms"].as_f64(),
+        capture.data["end_ms"].as_f64(),
+    ) else {
+        return CaptureShows::Other("a capture without its interval".into());
+    };
+    // Tooltip changes in page-clock order.
+    let mut changes: Vec<(f64, Option<String>)> = ledger
+        .events
         .iter()
-        .map(|d| {
-            if d["tooltip_visible"].as_bool() == Some(true) {
-                d["tooltip_text"].as_str()
-            } else {
-                None
+        .filter_map(|e| {
+            let at = e.data["at_ms"].as_f64()?;
+            match e.kind.as_str() {
+                "tooltip_shown" => Some((
+                    at,
+                    Some(format!(
+                        "{}: {}",
+                        e.data["label"].as_str().unwrap_or_default(),
+                        e.data["value"]
+                    )),
+                )),
+                "tooltip_hidden" => Some((at, None)),
+                _ => None,
             }
         })
         .collect();
-    if texts.len() >= 2 && texts.iter().all(|t| *t == Some(wanted)) {
-        CaptureShows::Wanted
-    } else if texts.iter().all(|t| t.is_none()) {
-        CaptureShows::Other("no tooltip".into())
-    } else {
-        CaptureShows::Other(format!("{texts:?}"))
+    changes.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let at_begin = changes
+        .iter()
+        .rev()
+        .find(|(at, _)| *at <= begin)
+        .and_then(|(_, text)| text.clone());
+    let changed_during = changes.iter().any(|(at, _)| *at > begin && *at <= end);
+    match at_begin {
+        Some(text) if !changed_during && text == wanted => CaptureShows::Wanted,
+        Some(text) if !changed_during => CaptureShows::Other(format!("{text:?}")),
+        _ if changed_during => CaptureShows::Other("a tooltip changing mid-capture".into()),
+        _ => CaptureShows::Other("no tooltip".into()),
     }
 }
 
@@ -194,21 +212,23 @@ mod tests {
     }
 
     #[test]
-    fn chart_needs_the_value_visible_at_both_capture_marks_and_a_right_answer() {
+    fn chart_needs_the_value_showing_for_the_whole_capture_and_a_right_answer() {
         let l = Layout::generate(TaskKind::Chart, 0, 3);
         let LayoutSpec::Chart(c) = &l.spec else {
             unreachable!()
         };
         let m = c.target_mark();
-        let text = format!("{}: {}", m.label, m.value);
-        let cap = |id: u64, phase: &str, vis: bool| {
+        let shown = |at: f64| {
             (
-                "capture",
-                json!({"id": id, "phase": phase, "tooltip_visible": vis, "tooltip_text": if vis { Some(text.clone()) } else { None }}),
+                "tooltip_shown",
+                json!({"label": m.label, "value": m.value, "at_ms": at}),
             )
         };
-        let seen = ledger(&[cap(0, "begin", false), cap(0, "end", false), cap(1, "begin", true), cap(1, "end", true)]);
-        assert!(judge(&l, &seen).achieved);
+        let cap =
+            |id: u64, b: f64, e: f64| ("capture", json!({"id": id, "begin_ms": b, "end_ms": e}));
+        // Captured 100-150 ms, tooltip shown at 50: seen.
+        let seen = ledger(&[cap(0, 0.0, 10.0), shown(50.0), cap(1, 100.0, 150.0)]);
+        assert!(judge(&l, &seen).achieved, "{}", judge(&l, &seen).detail);
         let mut answered = seen.clone();
         answered.events.push(LedgerEvent {
             seq: 9,
@@ -218,9 +238,27 @@ mod tests {
             data: json!({"value": "-1"}),
         });
         assert!(!judge(&l, &answered).achieved);
-        let early = ledger(&[cap(1, "begin", false), cap(1, "end", false)]);
+        // Captured before the tooltip appeared.
+        let early = ledger(&[cap(1, 10.0, 40.0), shown(300.0)]);
         assert!(!judge(&l, &early).achieved);
-        let mid = ledger(&[cap(1, "begin", false), cap(1, "end", true)]);
+        // Appeared mid-capture.
+        let mid = ledger(&[cap(1, 10.0, 80.0), shown(50.0)]);
         assert!(!judge(&l, &mid).achieved);
+        // Shown, then hidden before the capture.
+        let hidden = ledger(&[
+            shown(5.0),
+            ("tooltip_hidden", json!({"label": m.label, "at_ms": 20.0})),
+            cap(1, 30.0, 60.0),
+        ]);
+        assert!(!judge(&l, &hidden).achieved);
+        // Another bar's tooltip.
+        let other = ledger(&[
+            (
+                "tooltip_shown",
+                json!({"label": "Zzz", "value": 1, "at_ms": 5.0}),
+            ),
+            cap(1, 30.0, 60.0),
+        ]);
+        assert!(!judge(&l, &other).achieved);
     }
 }

@@ -11,12 +11,17 @@ async fn http(addr: std::net::SocketAddr, request: String) -> (u16, String) {
     s.read_to_end(&mut buf).await.unwrap();
     let text = String::from_utf8_lossy(&buf).into_owned();
     let status = text[9..12].parse().unwrap();
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
     (status, body)
 }
 
 fn get(path: &str, auth: Option<&str>) -> String {
-    let auth = auth.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    let auth = auth
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
     format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Connection: close\r\n\r\n")
 }
 
@@ -29,7 +34,14 @@ async fn binds_loopback_and_guards_the_ledger_with_the_run_key() {
     // A real submission is recorded server-side.
     let (status, body) = http(
         server.addr(),
-        get(&format!("/s/t1/search/results?q={}&layout=0&seed={}", layout.target(), layout.seed), None),
+        get(
+            &format!(
+                "/s/t1/search/results?q={}&layout=0&seed={}",
+                layout.target(),
+                layout.seed
+            ),
+            None,
+        ),
     )
     .await;
     assert_eq!(status, 200);
@@ -37,7 +49,12 @@ async fn binds_loopback_and_guards_the_ledger_with_the_run_key() {
 
     let ledger_path = "/api/ledger/t1";
     assert_eq!(http(server.addr(), get(ledger_path, None)).await.0, 401);
-    assert_eq!(http(server.addr(), get(ledger_path, Some(&"0".repeat(64)))).await.0, 401);
+    assert_eq!(
+        http(server.addr(), get(ledger_path, Some(&"0".repeat(64))))
+            .await
+            .0,
+        401
+    );
     let (status, body) = http(server.addr(), get(ledger_path, Some(&key.bearer_token()))).await;
     assert_eq!(status, 200);
     assert!(body.contains("\"submitted\""), "{body}");
@@ -59,9 +76,30 @@ async fn rejects_unknown_event_kinds_and_bad_scopes() {
             body.len()
         )
     };
-    assert_eq!(http(server.addr(), post("t2", r#"{"kind":"clik","data":{}}"#)).await.0, 400);
-    assert_eq!(http(server.addr(), post("T2!", r#"{"kind":"click","data":{}}"#)).await.0, 400);
-    assert_eq!(http(server.addr(), post("t2", r#"{"kind":"click","page_ms":1.5,"data":{"target":null}}"#)).await.0, 204);
+    assert_eq!(
+        http(server.addr(), post("t2", r#"{"kind":"clik","data":{}}"#))
+            .await
+            .0,
+        400
+    );
+    assert_eq!(
+        http(server.addr(), post("T2!", r#"{"kind":"click","data":{}}"#))
+            .await
+            .0,
+        400
+    );
+    assert_eq!(
+        http(
+            server.addr(),
+            post(
+                "t2",
+                r#"{"kind":"click","page_ms":1.5,"data":{"target":null}}"#
+            )
+        )
+        .await
+        .0,
+        204
+    );
     let ledger = key.read(&Scope::parse("t2").unwrap());
     assert_eq!(ledger.events.len(), 1);
     assert_eq!(ledger.events[0].page_ms, Some(1.5));

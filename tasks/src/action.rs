@@ -127,12 +127,11 @@ pub fn parse_reply(text: &str) -> Result<Vec<Action>, ParseError> {
         let Some(verb) = leading_verb(line) else {
             continue;
         };
-        let action = parse_call(verb, &line[verb.len()..]).map_err(|reason| {
-            ParseError::Malformed {
+        let action =
+            parse_call(verb, &line[verb.len()..]).map_err(|reason| ParseError::Malformed {
                 line: i + 1,
                 reason: format!("{reason} in `{line}`"),
-            }
-        })?;
+            })?;
         actions.push(action);
     }
     if actions.is_empty() {
@@ -172,7 +171,9 @@ fn parse_call(verb: &str, rest: &str) -> Result<Action, String> {
     let one_str = || -> Result<String, String> {
         match args.as_slice() {
             [Arg::Str(s)] => Ok(s.clone()),
-            [Arg::Num(v)] => Err(format!("{verb} expects a quoted string, got the number {v}")),
+            [Arg::Num(v)] => Err(format!(
+                "{verb} expects a quoted string, got the number {v}"
+            )),
             _ => Err(format!(
                 "{verb} takes one quoted string, got {} arguments",
                 args.len()
@@ -312,7 +313,10 @@ mod tests {
                 Action::Press {
                     key: "Enter".into()
                 },
-                Action::Scroll { dx: 0.0, dy: -400.0 },
+                Action::Scroll {
+                    dx: 0.0,
+                    dy: -400.0
+                },
                 Action::Wait { ms: 250 },
                 Action::Answer { value: "42".into() },
                 Action::Stop,

@@ -81,7 +81,9 @@ impl Decision {
             Err(e) => return Err(format!("reply: {e}")),
         }
         if self.source.is_empty() {
-            return Err("source: expected `oracle` or `model:<name>`, found an empty string".into());
+            return Err(
+                "source: expected `oracle` or `model:<name>`, found an empty string".into(),
+            );
         }
         Ok(())
     }

@@ -22,10 +22,7 @@ impl Instruction {
                 s.target
             ),
             LayoutSpec::Grid(g) => format!("Click the button \"{}\".", g.target),
-            LayoutSpec::Frame(f) => format!(
-                "Select the row \"{}\" in the orders table.",
-                f.target
-            ),
+            LayoutSpec::Frame(f) => format!("Select the row \"{}\" in the orders table.", f.target),
             LayoutSpec::Chart(c) => format!(
                 "Hover the bar for \"{}\" and report the value its tooltip shows.",
                 c.target
@@ -59,12 +56,8 @@ pub enum Expectation {
 
 impl Expectation {
     pub fn from_instruction(instruction: &Instruction) -> Result<Expectation, String> {
-        let quoted = first_quoted(&instruction.text).ok_or_else(|| {
-            format!(
-                "instruction has no quoted target: {:?}",
-                instruction.text
-            )
-        })?;
+        let quoted = first_quoted(&instruction.text)
+            .ok_or_else(|| format!("instruction has no quoted target: {:?}", instruction.text))?;
         Ok(match instruction.task {
             TaskKind::Search => Expectation::FieldText { text: quoted },
             TaskKind::Grid => Expectation::SelectedItem { label: quoted },

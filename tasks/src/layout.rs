@@ -62,7 +62,9 @@ impl FromStr for TaskKind {
         TaskKind::ALL
             .into_iter()
             .find(|t| t.name() == s)
-            .ok_or_else(|| format!("unknown task `{s}` (expected one of: search, grid, frame, chart)"))
+            .ok_or_else(|| {
+                format!("unknown task `{s}` (expected one of: search, grid, frame, chart)")
+            })
     }
 }
 
@@ -260,7 +262,7 @@ pub fn unscaled_point(viewport_target: Point) -> Point {
 }
 
 fn gen_grid(rng: &mut Rng8, index: u32) -> GridLayout {
-    let wanted = if index % 2 == 0 {
+    let wanted = if index.is_multiple_of(2) {
         UnscaledLanding::OtherItem
     } else {
         UnscaledLanding::Blank
@@ -346,7 +348,8 @@ fn gen_frame(rng: &mut Rng8) -> FrameLayout {
     let row_height = f64::from(rng.random_range(26..=38u32));
     let header_height = 34.0;
     let width = f64::from(rng.random_range(420..=640u32));
-    let height = header_height + row_height * n_rows as f64 + f64::from(rng.random_range(4..=40u32));
+    let height =
+        header_height + row_height * n_rows as f64 + f64::from(rng.random_range(4..=40u32));
     let frame = Rect::new(
         f64::from(rng.random_range(40..=(1160 - width as u32))),
         f64::from(rng.random_range(110..=(790u32.saturating_sub(height as u32)).max(111))),
@@ -423,7 +426,7 @@ fn gen_chart(rng: &mut Rng8) -> ChartLayout {
         plot,
         marks,
         target,
-        tooltip_delay_ms: rng.random_range(150..=400u32),
+        tooltip_delay_ms: rng.random_range(300..=550u32),
     }
 }
 
@@ -436,7 +439,10 @@ mod tests {
     fn same_seed_same_layout() {
         for task in TaskKind::ALL {
             assert_eq!(Layout::generate(task, 3, 99), Layout::generate(task, 3, 99));
-            assert_ne!(Layout::generate(task, 3, 99), Layout::generate(task, 3, 100));
+            assert_ne!(
+                Layout::generate(task, 3, 99),
+                Layout::generate(task, 3, 100)
+            );
         }
     }
 

@@ -22,6 +22,4 @@ pub use action::{parse_reply, Action, ParseError};
 pub use decision::{Decision, DecisionError, DecisionSet};
 pub use geometry::{Point, Rect, Size};
 pub use instruction::{Expectation, Instruction};
-pub use layout::{
-    ChartLayout, FrameLayout, GridLayout, GridItem, Layout, SearchLayout, TaskKind,
-};
+pub use layout::{ChartLayout, FrameLayout, GridItem, GridLayout, Layout, SearchLayout, TaskKind};

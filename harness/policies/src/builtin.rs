@@ -90,7 +90,11 @@ impl PixelPolicy {
         let changed = a
             .pixels()
             .zip(b.pixels())
-            .filter(|(p, q)| p.0.iter().zip(q.0.iter()).any(|(x, y)| x.abs_diff(*y) > tol))
+            .filter(|(p, q)| {
+                p.0.iter()
+                    .zip(q.0.iter())
+                    .any(|(x, y)| x.abs_diff(*y) > tol)
+            })
             .count();
         let total = (a.width() as usize * a.height() as usize).max(1);
         Ok(changed as f64 / total as f64)
@@ -195,10 +199,7 @@ fn judge_selection(selected: &[&str], label: &str, what: &str) -> Judgement {
     if selected.contains(&label) {
         Judgement::new(Verdict::Success, format!("{label} is selected."))
     } else if let Some(other) = selected.first() {
-        Judgement::new(
-            Verdict::Fail,
-            format!("{other} is selected, not {label}."),
-        )
+        Judgement::new(Verdict::Fail, format!("{other} is selected, not {label}."))
     } else {
         Judgement::new(
             Verdict::NoChange,
@@ -217,10 +218,8 @@ fn judge_value_shown(text: &str, label: &str) -> Judgement {
     }
     let other = text.lines().find_map(|line| {
         let (name, rest) = line.trim().split_once(": ")?;
-        (!name.is_empty()
-            && name.len() <= 12
-            && rest.trim().parse::<f64>().is_ok())
-        .then(|| line.trim().to_string())
+        (!name.is_empty() && name.len() <= 12 && rest.trim().parse::<f64>().is_ok())
+            .then(|| line.trim().to_string())
     });
     match other {
         Some(o) => Judgement::new(
@@ -278,7 +277,11 @@ mod tests {
 
     fn frame(top: bool, digest: &str, selected: &[&str], controls: Vec<Control>) -> FrameSnapshot {
         FrameSnapshot {
-            url: if top { "http://x/top".into() } else { "http://x/f".into() },
+            url: if top {
+                "http://x/top".into()
+            } else {
+                "http://x/f".into()
+            },
             is_top: top,
             dom_digest: digest.into(),
             text: String::new(),
@@ -339,9 +342,14 @@ mod tests {
 
     #[test]
     fn generic_ignores_child_frames() {
-        let mut c = Case::new(TaskKind::Frame, "Select the row \"Order 7\" in the orders table.");
+        let mut c = Case::new(
+            TaskKind::Frame,
+            "Select the row \"Order 7\" in the orders table.",
+        );
         c.before_state.frames.push(frame(false, "f1", &[], vec![]));
-        c.after_state.frames.push(frame(false, "f2", &["Order 7"], vec![]));
+        c.after_state
+            .frames
+            .push(frame(false, "f2", &["Order 7"], vec![]));
         assert_eq!(c.judge(&GenericPolicy).verdict, Verdict::NoChange);
         // ...which the outcome policy does not.
         assert_eq!(c.judge(&OutcomePolicy).verdict, Verdict::Success);
@@ -363,7 +371,10 @@ mod tests {
 
     #[test]
     fn outcome_reads_the_field_back_exactly() {
-        let mut c = Case::new(TaskKind::Search, "Search for the exact record \"Record-10\": type it into the search field and submit.");
+        let mut c = Case::new(
+            TaskKind::Search,
+            "Search for the exact record \"Record-10\": type it into the search field and submit.",
+        );
         let field = |v: &str| Control {
             tag: "input".into(),
             kind: "text".into(),
@@ -396,7 +407,10 @@ mod tests {
 
     #[test]
     fn outcome_needs_the_value_in_the_observation() {
-        let mut c = Case::new(TaskKind::Chart, "Hover the bar for \"Mar\" and report the value its tooltip shows.");
+        let mut c = Case::new(
+            TaskKind::Chart,
+            "Hover the bar for \"Mar\" and report the value its tooltip shows.",
+        );
         c.after = obs("Monthly sales\nJan\nFeb\nMar", vec![]);
         assert_eq!(c.judge(&OutcomePolicy).verdict, Verdict::NoChange);
         c.after = obs("Monthly sales\nFeb: 41\nJan\nFeb\nMar", vec![]);
@@ -414,6 +428,9 @@ mod tests {
             assert_eq!(r.build(name).unwrap().name(), name);
         }
         let e = r.build("outcom").err().unwrap();
-        assert!(e.contains("known: generic, outcome, pixel, unverified"), "{e}");
+        assert!(
+            e.contains("known: generic, outcome, pixel, unverified"),
+            "{e}"
+        );
     }
 }

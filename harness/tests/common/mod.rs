@@ -20,10 +20,17 @@ pub fn config(layouts: u32, jobs: usize) -> ExperimentConfig {
 }
 
 pub async fn harness() -> Harness {
-    Harness::start(&config(1, 2)).await.expect("fixture server and Chromium start")
+    Harness::start(&config(1, 2))
+        .await
+        .expect("fixture server and Chromium start")
 }
 
-pub async fn run_into(out: &Path, layouts: u32, resume: bool, max_trials: Option<usize>) -> RunSummary {
+pub async fn run_into(
+    out: &Path,
+    layouts: u32,
+    resume: bool,
+    max_trials: Option<usize>,
+) -> RunSummary {
     let text = config::load_text(None).unwrap();
     let overrides = Overrides {
         seed: None,
