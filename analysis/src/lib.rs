@@ -1,8 +1,9 @@
-//! faultline's analysis: the results database, statistics, tables and the report.
+//! faultline's analysis: the results database, statistics, tables, plots and the report.
 //!
 //! Everything here reads stored results and needs no browser, so a report can always be
 //! rebuilt from `results.sqlite` alone (`faultline report`).
 
+pub mod compare;
 pub mod db;
 pub mod plots;
 pub mod report;

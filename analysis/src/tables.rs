@@ -10,6 +10,7 @@
 //! - On a working trial, a *false alarm* is a verdict other than `Success` on a trial
 //!   where the ledger confirms the outcome.
 
+use crate::compare::{ci_columns, AnalysisConfig};
 use crate::db::{TrialRow, VerdictRow};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -210,12 +211,15 @@ pub fn csv_field(s: &str) -> String {
     }
 }
 
-pub fn detection_csv(rows: &[DetectionRow]) -> String {
-    let mut out = String::from("fault,stage,task,policy,fired,caught,missed,alarms\n");
+/// `detection.csv`; the interval is on caught/fired.
+pub fn detection_csv(rows: &[DetectionRow], cfg: &AnalysisConfig) -> String {
+    let mut out = String::from(
+        "fault,stage,task,policy,fired,caught,missed,alarms,ci_low,ci_high,ci_method\n",
+    );
     for r in rows {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{}",
             csv_field(&r.fault),
             csv_field(&r.stage),
             csv_field(&r.task),
@@ -223,22 +227,29 @@ pub fn detection_csv(rows: &[DetectionRow]) -> String {
             r.fired,
             r.caught,
             r.missed,
-            r.alarms
+            r.alarms,
+            ci_columns(cfg.proportion(r.caught, r.fired).as_ref())
         );
     }
     out
 }
 
-pub fn false_alarms_csv(rows: &[FalseAlarmRow]) -> String {
-    let mut out = String::from("task,policy,n_working,false_alarms\n");
+/// `false_alarms.csv`; the interval is on false alarms out of the working trials the
+/// ledger confirmed (the only ones that can be false alarms).
+pub fn false_alarms_csv(rows: &[FalseAlarmRow], cfg: &AnalysisConfig) -> String {
+    let mut out = String::from("task,policy,n_working,false_alarms,ci_low,ci_high,ci_method\n");
     for r in rows {
         let _ = writeln!(
             out,
-            "{},{},{},{}",
+            "{},{},{},{},{}",
             csv_field(&r.task),
             csv_field(&r.policy),
             r.n_working,
-            r.false_alarms
+            r.false_alarms,
+            ci_columns(
+                cfg.proportion(r.false_alarms, r.n_working - r.outcome_failed)
+                    .as_ref()
+            )
         );
     }
     out
@@ -326,8 +337,8 @@ mod tests {
             (2, 1, 1)
         );
         assert_eq!(
-            false_alarms_csv(&rows),
-            "task,policy,n_working,false_alarms\ngrid,generic,2,1\n"
+            false_alarms_csv(&rows, &AnalysisConfig::for_run(1)),
+            "task,policy,n_working,false_alarms,ci_low,ci_high,ci_method\ngrid,generic,2,1,0.2065,1.0000,wilson\n"
         );
     }
 

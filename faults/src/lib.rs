@@ -234,8 +234,9 @@ pub enum Witness {
     #[serde(rename = "feedback.iframe_no_change")]
     IframeNoChange { original: String, reported: String },
     /// Page-clock milliseconds (`performance.now()` of the top document). The fault fired
-    /// when the capture ended before the tooltip was shown (or the tooltip never showed
-    /// within the normal settle time).
+    /// when the capture began before the tooltip was shown (or the tooltip never showed
+    /// within the normal settle time). A tooltip that appears mid-capture is not seen
+    /// either: the ledger requires it for the whole capture.
     #[serde(rename = "observe.capture_before_tooltip")]
     CaptureBeforeTooltip {
         hover_at_ms: f64,

@@ -358,9 +358,13 @@ impl TrialPage {
             .unwrap_or(serde_json::Value::Null))
     }
 
-    /// Waits until the top document and every frame report `readyState == complete`.
+    /// Waits until the top document and every frame report `readyState == complete`, and
+    /// no navigation away from the top document is under way (a submitted form leaves the
+    /// old, complete document on screen until the new one commits; on a busy machine that
+    /// can outlast any fixed settle time).
     pub async fn wait_ready(&self, timeout: Duration) -> Result<()> {
         const JS: &str = r#"(async () => {
+          if (window.__faultline_leaving !== undefined && performance.now() - window.__faultline_leaving < 5000) return false;
           const docs = [document];
           document.querySelectorAll('iframe').forEach((f) => { try { if (f.contentDocument) docs.push(f.contentDocument); } catch (e) {} });
           const frameLoads = Array.from(document.querySelectorAll('iframe')).every((f) => { try { return f.contentDocument && f.contentDocument.readyState === 'complete' && f.contentWindow.location.href !== 'about:blank'; } catch (e) { return true; } });

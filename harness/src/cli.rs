@@ -99,9 +99,21 @@ pub struct RecordArgs {
 pub struct ReportArgs {
     /// A run's results.sqlite.
     pub database: PathBuf,
-    /// Where to write the tables and report [default: beside the database].
+    /// Where to write the tables, plots and report [default: beside the database].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Confidence level of every interval, in (0, 1).
+    #[arg(long, default_value_t = 0.95)]
+    pub level: f64,
+    /// Interval for single rates: `wilson` or `clopper-pearson`.
+    #[arg(long, default_value = "wilson")]
+    pub interval: String,
+    /// Bootstrap resamples for paired differences.
+    #[arg(long, default_value_t = 10_000)]
+    pub resamples: usize,
+    /// Bootstrap seed [default: derived from the run's root seed].
+    #[arg(long)]
+    pub seed: Option<u64>,
 }
 
 /// A problem with what the user asked for (exit code 2), as opposed to a failure while
@@ -263,14 +275,37 @@ async fn record(args: RecordArgs) -> Result<()> {
 }
 
 fn report(args: ReportArgs) -> Result<()> {
+    use faultline_analysis::compare::ProportionMethod;
     let db = faultline_analysis::db::ResultsDb::open_read_only(&args.database).map_err(usage)?;
-    let out = args.out.unwrap_or_else(|| {
-        args.database
-            .parent()
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("."))
-    });
-    let files = faultline_analysis::report::write_all(&db, &out)?;
+    let run_dir = args
+        .database
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let out = args.out.unwrap_or_else(|| run_dir.clone());
+    let mut cfg = faultline_analysis::report::default_config(&db)?;
+    cfg.level = faultline_analysis::stats::Level::new(args.level)
+        .map_err(|e| usage(anyhow!("--level: {e}")))?;
+    cfg.proportion = match args.interval.as_str() {
+        "wilson" => ProportionMethod::Wilson,
+        "clopper-pearson" => ProportionMethod::ClopperPearson,
+        other => {
+            return Err(usage(anyhow!(
+                "--interval: unknown method `{other}` (expected wilson or clopper-pearson)"
+            )))
+        }
+    };
+    if args.resamples < 100 {
+        return Err(usage(anyhow!(
+            "--resamples: expected at least 100, found {}",
+            args.resamples
+        )));
+    }
+    cfg.resamples = args.resamples;
+    if let Some(seed) = args.seed {
+        cfg.seed = seed;
+    }
+    let files = faultline_analysis::report::write_all(&db, &out, &run_dir, &cfg)?;
     println!("report: {}", files.report_md.display());
     Ok(())
 }

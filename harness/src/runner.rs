@@ -259,7 +259,8 @@ async fn run_with(
     bar.finish_and_clear();
     let wall = started.elapsed();
 
-    let files = faultline_analysis::report::write_all(db, &req.out)?;
+    let analysis = faultline_analysis::report::default_config(db)?;
+    let files = faultline_analysis::report::write_all(db, &req.out, &req.out, &analysis)?;
     Ok(RunSummary {
         out: req.out.clone(),
         trials_total: total,

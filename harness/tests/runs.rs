@@ -68,10 +68,54 @@ async fn same_seed_same_tables_and_an_interrupted_run_resumes_without_duplicates
     // Resuming a finished run runs nothing.
     let again = common::run_into(&c, layouts, true, None).await;
     assert_eq!(again.trials_run, 0);
+    // The report rebuilds from the database alone, with no Chromium anywhere on the PATH.
+    let copy = tmp.path().join("copy");
+    std::fs::create_dir_all(&copy).unwrap();
+    std::fs::copy(a.join("results.sqlite"), copy.join("results.sqlite")).unwrap();
+    copy_dir(&a.join("shots"), &copy.join("shots"));
+    let empty_path = tmp.path().join("empty-bin");
+    std::fs::create_dir_all(&empty_path).unwrap();
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["report", copy.join("results.sqlite").to_str().unwrap()])
+        .env("PATH", &empty_path)
+        .env_remove("FAULTLINE_CHROMIUM")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for file in [
+        "detection.csv",
+        "false_alarms.csv",
+        "comparisons.csv",
+        "report.md",
+        "plots/detection_heatmap.svg",
+        "plots/detection_heatmap.png",
+        "plots/false_alarm_heatmap.svg",
+        "plots/paired_differences.svg",
+        "plots/click_overlay.svg",
+        "plots/click_overlay.png",
+    ] {
+        assert_eq!(
+            std::fs::read(a.join(file)).unwrap(),
+            std::fs::read(copy.join(file)).unwrap(),
+            "{file} differs when regenerated from the database"
+        );
+    }
+    let report = std::fs::read_to_string(a.join("report.md")).unwrap();
+    assert!(report.contains("![Click overlay](plots/click_overlay.svg)"));
+    assert!(report.contains("wilson") || report.contains("Wilson"));
+
     // Every trial row carries its seeds and its ledger snapshot.
     for t in &trials {
         assert_ne!(t.trial_seed, 0);
         assert!(t.ledger.contains("\"events\""));
         assert!(c.join(t.after_png.as_ref().unwrap()).is_file());
+    }
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
     }
 }

@@ -27,6 +27,9 @@ pub const LEDGER_JS: &str = r#"(function () {
     }).catch(function () {}).finally(function () { pending--; });
   }
   window.__fl = { send: send, pending: function () { return pending; } };
+  // Harness instrumentation: a navigation away from this document has begun (a form
+  // submit, a link), so "loaded" must mean the next document, not this one.
+  window.addEventListener('beforeunload', function () { window.__faultline_leaving = performance.now(); });
   function frames() {
     var out = [window];
     document.querySelectorAll('iframe').forEach(function (f) { out.push(f.contentWindow); });

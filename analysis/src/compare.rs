@@ -1,0 +1,299 @@
+//! Intervals for the tables and paired comparisons between policies.
+//!
+//! Single rates (caught/fired, false alarms/working) get a Wilson interval (or
+//! Clopper-Pearson). Policies are compared on the *same* fired faulty trials: for each pair
+//! the difference in caught rate comes with a cluster-bootstrap interval that resamples
+//! layouts (every trial of a layout stays together, and both policies are measured on the
+//! same resample), the correlation of the two policies' outcomes, and McNemar's exact test
+//! on the discordant trials.
+
+use crate::db::{TrialRow, VerdictRow};
+use crate::stats::{
+    mcnemar_from_outcomes, paired_difference, BootstrapConfig, Estimate, Level, McNemar,
+    PairedSample, Proportion,
+};
+use crate::tables::{csv_field, index_verdicts};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Which interval single proportions get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProportionMethod {
+    Wilson,
+    ClopperPearson,
+}
+
+/// How the analysis computes its intervals. Recorded in the report.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AnalysisConfig {
+    pub level: Level,
+    pub proportion: ProportionMethod,
+    pub resamples: usize,
+    /// Root of every bootstrap seed in the report.
+    pub seed: u64,
+}
+
+impl AnalysisConfig {
+    /// Defaults: 95%, Wilson, 10,000 resamples, seed derived from the run's root seed.
+    pub fn for_run(root_seed: u64) -> AnalysisConfig {
+        AnalysisConfig {
+            level: Level::default(),
+            proportion: ProportionMethod::Wilson,
+            resamples: 10_000,
+            seed: derive_seed(root_seed, "analysis"),
+        }
+    }
+
+    /// The interval of `num` out of `den`, or `None` when `den` is 0.
+    pub fn proportion(&self, num: u64, den: u64) -> Option<Estimate> {
+        let p = Proportion::new(num, den).ok()?;
+        Some(match self.proportion {
+            ProportionMethod::Wilson => p.wilson(self.level),
+            ProportionMethod::ClopperPearson => p.clopper_pearson(self.level),
+        })
+    }
+}
+
+/// A seed for one named computation, derived from a root.
+pub fn derive_seed(root: u64, name: &str) -> u64 {
+    let mut h = Sha256::new();
+    h.update(b"faultline-analysis-seed-v1");
+    h.update(root.to_le_bytes());
+    h.update(name.as_bytes());
+    u64::from_le_bytes(h.finalize()[..8].try_into().expect("32-byte digest"))
+}
+
+/// Fixed-precision numbers, so tables are byte-stable.
+pub fn fmt4(x: f64) -> String {
+    format!("{x:.4}")
+}
+
+/// `ci_low,ci_high,ci_method` for an optional estimate.
+pub fn ci_columns(e: Option<&Estimate>) -> String {
+    match e {
+        Some(e) => format!("{},{},{}", fmt4(e.lower), fmt4(e.upper), e.method),
+        None => ",,".into(),
+    }
+}
+
+/// One paired comparison row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// `fault` for one fault, `all` for every fired faulty trial.
+    pub scope: String,
+    pub fault: String,
+    pub policy_a: String,
+    pub policy_b: String,
+    pub n: usize,
+    pub clusters: usize,
+    pub mean_a: f64,
+    pub mean_b: f64,
+    /// `mean_b - mean_a` with its interval; `None` with fewer than two layouts.
+    pub difference: Option<Estimate>,
+    pub correlation: Option<f64>,
+    pub mcnemar: McNemar,
+}
+
+/// Per-trial caught outcome of each policy on fired faulty trials, keyed by trial.
+fn caught_outcomes<'a>(
+    trials: &'a [TrialRow],
+    verdicts: &'a [VerdictRow],
+) -> Vec<(&'a TrialRow, BTreeMap<&'a str, bool>)> {
+    let by_trial = index_verdicts(verdicts);
+    trials
+        .iter()
+        .filter(|t| t.experiment == "detection" && t.condition == "faulty" && t.fired == Some(true))
+        .map(|t| {
+            let caught = by_trial
+                .get(t.trial_key.as_str())
+                .into_iter()
+                .flatten()
+                .map(|v| {
+                    (
+                        v.policy.as_str(),
+                        (v.verdict == "success") == t.truth_achieved,
+                    )
+                })
+                .collect();
+            (t, caught)
+        })
+        .collect()
+}
+
+/// Every pair of policies (later minus earlier in `policies` order), per fault and over
+/// all faults.
+pub fn comparisons(
+    trials: &[TrialRow],
+    verdicts: &[VerdictRow],
+    policies: &[String],
+    faults: &[String],
+    cfg: &AnalysisConfig,
+) -> Vec<Comparison> {
+    let outcomes = caught_outcomes(trials, verdicts);
+    let mut scopes: Vec<(String, String)> = faults
+        .iter()
+        .map(|f| ("fault".to_string(), f.clone()))
+        .collect();
+    scopes.push(("all".into(), "*".into()));
+    let mut out = Vec::new();
+    for (scope, fault) in &scopes {
+        for (i, a) in policies.iter().enumerate() {
+            for b in &policies[i + 1..] {
+                let mut rows: Vec<((String, u32), f64, f64)> = Vec::new();
+                let (mut xs, mut ys) = (Vec::new(), Vec::new());
+                for (t, caught) in &outcomes {
+                    if scope == "fault" && t.fault.as_deref() != Some(fault.as_str()) {
+                        continue;
+                    }
+                    let (Some(&ca), Some(&cb)) = (caught.get(a.as_str()), caught.get(b.as_str()))
+                    else {
+                        continue;
+                    };
+                    rows.push((
+                        (t.task.clone(), t.layout_index),
+                        f64::from(u8::from(ca)),
+                        f64::from(u8::from(cb)),
+                    ));
+                    xs.push(ca);
+                    ys.push(cb);
+                }
+                if rows.is_empty() {
+                    continue;
+                }
+                let n = rows.len();
+                let mean_a = xs.iter().filter(|c| **c).count() as f64 / n as f64;
+                let mean_b = ys.iter().filter(|c| **c).count() as f64 / n as f64;
+                // B minus A: the later policy's gain over the earlier one.
+                let swapped: Vec<_> = rows.iter().map(|(k, x, y)| (k.clone(), *y, *x)).collect();
+                let sample = PairedSample::from_observations(swapped).ok();
+                let clusters = sample.as_ref().map_or(0, |s| s.num_clusters());
+                let boot = BootstrapConfig {
+                    resamples: cfg.resamples,
+                    level: cfg.level,
+                    seed: derive_seed(cfg.seed, &format!("{scope}/{fault}/{a}/{b}")),
+                };
+                let paired = sample.and_then(|s| paired_difference(&s, &boot).ok());
+                let mcnemar = mcnemar_from_outcomes(&ys, &xs).expect("aligned outcomes");
+                out.push(Comparison {
+                    scope: scope.clone(),
+                    fault: fault.clone(),
+                    policy_a: a.clone(),
+                    policy_b: b.clone(),
+                    n,
+                    clusters,
+                    mean_a,
+                    mean_b,
+                    correlation: paired.as_ref().and_then(|p| p.correlation),
+                    difference: paired.map(|p| p.estimate),
+                    mcnemar,
+                });
+            }
+        }
+    }
+    out
+}
+
+pub fn comparisons_csv(rows: &[Comparison], cfg: &AnalysisConfig) -> String {
+    let mut out = String::from(
+        "scope,fault,policy_a,policy_b,n,clusters,caught_a,caught_b,difference,ci_low,ci_high,ci_method,level,resamples,seed,correlation,mcnemar_b,mcnemar_c,mcnemar_p,note\n",
+    );
+    for r in rows {
+        let d = r.difference.as_ref();
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            r.scope,
+            csv_field(&r.fault),
+            csv_field(&r.policy_a),
+            csv_field(&r.policy_b),
+            r.n,
+            r.clusters,
+            fmt4(r.mean_a),
+            fmt4(r.mean_b),
+            fmt4(r.mean_b - r.mean_a),
+            ci_columns(d),
+            cfg.level.get(),
+            d.and_then(|e| e.resamples)
+                .map(|x| x.to_string())
+                .unwrap_or_default(),
+            d.and_then(|e| e.seed)
+                .map(|x| x.to_string())
+                .unwrap_or_default(),
+            r.correlation.map(fmt4).unwrap_or_default(),
+            r.mcnemar.b,
+            r.mcnemar.c,
+            format!("{:.6}", r.mcnemar.p_value)
+                + ","
+                + &csv_field(d.and_then(|e| e.note.as_deref()).unwrap_or_default()),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::tests::row;
+
+    fn verdict(key: &str, policy: &str, verdict: &str) -> VerdictRow {
+        VerdictRow {
+            trial_key: key.into(),
+            policy: policy.into(),
+            verdict: verdict.into(),
+            message: String::new(),
+        }
+    }
+
+    #[test]
+    fn paired_comparison_counts_discordant_trials_and_is_seeded() {
+        // Four layouts; outcome catches all, unverified none.
+        let mut trials = Vec::new();
+        let mut verdicts = Vec::new();
+        for i in 0..4 {
+            let key = format!("t{i}");
+            let mut t = row(&key);
+            t.layout_index = i;
+            t.truth_achieved = false;
+            trials.push(t);
+            verdicts.push(verdict(&key, "unverified", "success"));
+            verdicts.push(verdict(&key, "outcome", "fail"));
+        }
+        let policies = vec!["unverified".to_string(), "outcome".to_string()];
+        let faults = vec!["execute.unscaled_coordinates".to_string()];
+        let cfg = AnalysisConfig::for_run(1);
+        let rows = comparisons(&trials, &verdicts, &policies, &faults, &cfg);
+        assert_eq!(rows.len(), 2, "one fault row and one overall row");
+        let r = &rows[0];
+        assert_eq!((r.n, r.clusters), (4, 4));
+        assert_eq!((r.mean_a, r.mean_b), (0.0, 1.0));
+        // Outcome right and unverified wrong on all four: b = 4, c = 0, p = 2 * 0.5^4.
+        assert_eq!((r.mcnemar.b, r.mcnemar.c), (4, 0));
+        assert!((r.mcnemar.p_value - 0.125).abs() < 1e-12);
+        let d = r.difference.as_ref().unwrap();
+        assert_eq!(d.point, 1.0);
+        assert_eq!(
+            comparisons(&trials, &verdicts, &policies, &faults, &cfg),
+            rows
+        );
+        let csv = comparisons_csv(&rows, &cfg);
+        assert!(csv.lines().nth(1).unwrap().starts_with(
+            "fault,execute.unscaled_coordinates,unverified,outcome,4,4,0.0000,1.0000,1.0000,"
+        ));
+    }
+
+    #[test]
+    fn intervals_follow_the_configured_method() {
+        let mut cfg = AnalysisConfig::for_run(1);
+        let w = cfg.proportion(56, 60).unwrap();
+        assert!((w.lower - 0.840746).abs() < 1e-5);
+        cfg.proportion = ProportionMethod::ClopperPearson;
+        let cp = cfg.proportion(56, 60).unwrap();
+        assert!((cp.lower - 0.838013).abs() < 1e-5);
+        assert!(cfg.proportion(0, 0).is_none());
+        assert_eq!(ci_columns(None), ",,");
+        assert_ne!(derive_seed(1, "a"), derive_seed(2, "a"));
+    }
+}
