@@ -9,8 +9,8 @@
 
 use crate::db::{TrialRow, VerdictRow};
 use crate::stats::{
-    mcnemar_from_outcomes, paired_difference, BootstrapConfig, Estimate, Level, McNemar,
-    PairedSample, Proportion,
+    clustered_standard_error, mcnemar_from_outcomes, paired_difference, BootstrapConfig,
+    ClusteredSample, ClusteredStandardError, Estimate, Level, McNemar, PairedSample, Proportion,
 };
 use crate::tables::{csv_field, index_verdicts};
 use serde::{Deserialize, Serialize};
@@ -194,6 +194,38 @@ pub fn comparisons(
         }
     }
     out
+}
+
+/// A policy's caught rate pooled over every fired faulty trial, with the naive and the
+/// layout-clustered standard error side by side.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PooledRate {
+    pub policy: String,
+    pub se: ClusteredStandardError,
+}
+
+pub fn pooled_caught(
+    trials: &[TrialRow],
+    verdicts: &[VerdictRow],
+    policies: &[String],
+) -> Vec<PooledRate> {
+    let outcomes = caught_outcomes(trials, verdicts);
+    policies
+        .iter()
+        .filter_map(|p| {
+            let rows = outcomes.iter().filter_map(|(t, caught)| {
+                caught
+                    .get(p.as_str())
+                    .map(|c| ((t.task.clone(), t.layout_index), f64::from(u8::from(*c))))
+            });
+            let sample = ClusteredSample::from_observations(rows).ok()?;
+            let se = clustered_standard_error(&sample).ok()?;
+            Some(PooledRate {
+                policy: p.clone(),
+                se,
+            })
+        })
+        .collect()
 }
 
 pub fn comparisons_csv(rows: &[Comparison], cfg: &AnalysisConfig) -> String {

@@ -60,6 +60,7 @@ pub fn write_all(
     let mut faults_unique = faults.clone();
     faults_unique.dedup();
     let comparisons = compare::comparisons(&trials, &verdicts, &policies, &faults_unique, cfg);
+    let pooled = compare::pooled_caught(&trials, &verdicts, &policies);
 
     let plot_dir = out.join("plots");
     let mut plot_files = Vec::new();
@@ -170,6 +171,7 @@ pub fn write_all(
         detection: &detection,
         false_alarms: &false_alarms,
         comparisons: &comparisons,
+        pooled: &pooled,
         plots_present: files.plots.iter().any(|p| p.ends_with("click_overlay.svg")),
         plot_notes: &plot_notes,
     })?;
@@ -259,6 +261,7 @@ struct Sections<'a> {
     detection: &'a [DetectionRow],
     false_alarms: &'a [FalseAlarmRow],
     comparisons: &'a [Comparison],
+    pooled: &'a [compare::PooledRate],
     plots_present: bool,
     plot_notes: &'a [String],
 }
@@ -387,6 +390,23 @@ fn markdown(s: &Sections<'_>) -> Result<String> {
         );
     }
     md.push_str("\nHow to read it: each row compares two policies on the same fired faulty trials; the difference is B's caught rate minus A's, its interval resamples whole layouts so both policies see the same resample; b counts trials only B caught, c trials only A caught, and p is McNemar's exact two-sided test on them.\n\n");
+
+    md.push_str("## Pooled caught rate per policy\n\n");
+    md.push_str("| policy | n (fired) | layouts | caught rate | naive SE | clustered SE | design effect |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    for p in s.pooled {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            p.policy,
+            p.se.n,
+            p.se.clusters,
+            fmt4(p.se.mean),
+            fmt4(p.se.naive_se),
+            fmt4(p.se.clustered_se),
+            p.se.design_effect().map(fmt4).unwrap_or_else(|| "–".into())
+        );
+    }
+    md.push_str("\nHow to read it: every fired faulty trial pooled across faults; the clustered standard error treats each layout as a cluster (with the C/(C-1) correction), so it exceeds the naive one when trials on the same layout succeed or fail together.\n\n");
 
     md.push_str("## Plots\n\n");
     md.push_str("![Detection heatmap](plots/detection_heatmap.svg)\n\nHow to read it: each cell is caught/fired for one fault and policy, summed over tasks; darker is better.\n\n");

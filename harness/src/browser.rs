@@ -180,7 +180,9 @@ impl BrowserHandle {
     pub fn page_pool(&self, viewport: Size, ready: usize, warm_url: String) -> PagePool {
         let ready = ready.max(1);
         let (tx, rx) = tokio::sync::mpsc::channel(ready);
-        let openers = (0..ready)
+        // One opener: opening a context keeps Chromium's browser process busy for a few
+        // hundred milliseconds, and several at once would stall other trials' CDP calls.
+        let openers = (0..1)
             .map(|_| {
                 let tx = tx.clone();
                 let browser = self.browser.clone();

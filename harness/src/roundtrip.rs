@@ -39,7 +39,7 @@ impl Default for Timing {
     fn default() -> Self {
         Timing {
             settle_ms: 120,
-            hover_settle_ms: 800,
+            hover_settle_ms: 1400,
         }
     }
 }
@@ -284,17 +284,21 @@ impl<'a> RoundTrip<'a> {
         }
         let capture = self.capture().await?;
         if let (true, Some(hover_at)) = (skip_hover_settle, hovered_at) {
-            // Witness: wait as long as an honest observe stage would have, then read
-            // when the tooltip appeared from the page itself.
-            tokio::time::sleep(Duration::from_millis(self.timing.hover_settle_ms)).await;
-            let shown = self
-                .page
-                .eval("(() => { const t = document.querySelector('[role=\"tooltip\"]'); return t && !t.hidden && t.dataset.shownAt ? Number(t.dataset.shownAt) : null; })()")
-                .await?
-                .as_f64();
+            // Witness: read from the page itself when the tooltip appeared, waiting at
+            // most as long as an honest observe stage would have.
+            const SHOWN_AT: &str = "(() => { const t = document.querySelector('[role=\"tooltip\"]'); return t && !t.hidden && t.dataset.shownAt ? Number(t.dataset.shownAt) : null; })()";
+            let deadline =
+                tokio::time::Instant::now() + Duration::from_millis(self.timing.hover_settle_ms);
+            let shown = loop {
+                let shown = self.page.eval(SHOWN_AT).await?.as_f64();
+                if shown.is_some() || tokio::time::Instant::now() >= deadline {
+                    break shown;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            };
             witness = witness.or(Witness::capture_before_tooltip(
                 hover_at,
-                capture.end_ms,
+                capture.begin_ms,
                 shown,
             ));
         }

@@ -426,7 +426,7 @@ fn gen_chart(rng: &mut Rng8) -> ChartLayout {
         plot,
         marks,
         target,
-        tooltip_delay_ms: rng.random_range(300..=550u32),
+        tooltip_delay_ms: rng.random_range(600..=900u32),
     }
 }
 
