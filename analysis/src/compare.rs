@@ -71,6 +71,15 @@ pub fn fmt4(x: f64) -> String {
     format!("{x:.4}")
 }
 
+/// A p-value with its small values in scientific notation (so 2e-12 does not print as 0).
+pub fn format_p(p: f64) -> String {
+    if p != 0.0 && p < 1e-4 {
+        format!("{p:.3e}")
+    } else {
+        format!("{p:.6}")
+    }
+}
+
 /// `ci_low,ci_high,ci_method` for an optional estimate.
 pub fn ci_columns(e: Option<&Estimate>) -> String {
     match e {
@@ -257,7 +266,7 @@ pub fn comparisons_csv(rows: &[Comparison], cfg: &AnalysisConfig) -> String {
             r.correlation.map(fmt4).unwrap_or_default(),
             r.mcnemar.b,
             r.mcnemar.c,
-            format!("{:.6}", r.mcnemar.p_value)
+            format_p(r.mcnemar.p_value)
                 + ","
                 + &csv_field(d.and_then(|e| e.note.as_deref()).unwrap_or_default()),
         );

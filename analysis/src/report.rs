@@ -1,7 +1,7 @@
 //! Regenerates every output of a run from its database alone: the CSV tables, the plots
 //! and `report.md`. Same database and analysis config in, byte-identical files out.
 
-use crate::compare::{self, fmt4, AnalysisConfig, Comparison};
+use crate::compare::{self, fmt4, format_p, AnalysisConfig, Comparison};
 use crate::db::{ResultsDb, TrialRow};
 use crate::plots::{self, ForestRow, HeatmapCell, PixelPoint, PlotLabels};
 use crate::stats::Estimate;
@@ -420,12 +420,4 @@ fn markdown(s: &Sections<'_>) -> Result<String> {
     }
     md.push_str("Every plot is also written as PNG beside its SVG.\n");
     Ok(md)
-}
-
-fn format_p(p: f64) -> String {
-    if p < 0.0001 {
-        format!("{p:.2e}")
-    } else {
-        format!("{p:.4}")
-    }
 }
