@@ -277,16 +277,7 @@ pub fn comparisons_csv(rows: &[Comparison], cfg: &AnalysisConfig) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::tests::row;
-
-    fn verdict(key: &str, policy: &str, verdict: &str) -> VerdictRow {
-        VerdictRow {
-            trial_key: key.into(),
-            policy: policy.into(),
-            verdict: verdict.into(),
-            message: String::new(),
-        }
-    }
+    use crate::db::tests::{row, verdict};
 
     #[test]
     fn paired_comparison_counts_discordant_trials_and_is_seeded() {

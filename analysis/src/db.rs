@@ -286,6 +286,15 @@ fn parse_u64(s: String) -> u64 {
 pub(crate) mod tests {
     use super::*;
 
+    pub(crate) fn verdict(key: &str, policy: &str, verdict: &str) -> VerdictRow {
+        VerdictRow {
+            trial_key: key.into(),
+            policy: policy.into(),
+            verdict: verdict.into(),
+            message: String::new(),
+        }
+    }
+
     pub(crate) fn row(key: &str) -> TrialRow {
         TrialRow {
             trial_key: key.into(),

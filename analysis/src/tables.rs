@@ -258,16 +258,7 @@ pub fn false_alarms_csv(rows: &[FalseAlarmRow], cfg: &AnalysisConfig) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::tests::row;
-
-    fn verdict(key: &str, policy: &str, verdict: &str) -> VerdictRow {
-        VerdictRow {
-            trial_key: key.into(),
-            policy: policy.into(),
-            verdict: verdict.into(),
-            message: String::new(),
-        }
-    }
+    use crate::db::tests::{row, verdict};
 
     #[test]
     fn caught_means_agreeing_with_the_ledger() {
