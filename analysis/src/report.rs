@@ -56,10 +56,10 @@ pub fn write_all(
     let detection = tables::detection(&trials, &verdicts, &policies);
     let false_alarms = tables::false_alarms(&trials, &verdicts, &policies);
     let firing = tables::firing(&trials);
-    let faults: Vec<String> = firing.iter().map(|f| f.fault.clone()).collect::<Vec<_>>();
-    let mut faults_unique = faults.clone();
-    faults_unique.dedup();
-    let comparisons = compare::comparisons(&trials, &verdicts, &policies, &faults_unique, cfg);
+    // Firing rows are sorted by fault, so dedup leaves each fault once, in report order.
+    let mut faults: Vec<String> = firing.iter().map(|f| f.fault.clone()).collect();
+    faults.dedup();
+    let comparisons = compare::comparisons(&trials, &verdicts, &policies, &faults, cfg);
     let pooled = compare::pooled_caught(&trials, &verdicts, &policies);
 
     let plot_dir = out.join("plots");
@@ -78,7 +78,7 @@ pub fn write_all(
         .collect();
     let f = plots::detection_heatmap(
         &det_cells,
-        &faults_unique,
+        &faults,
         &policies,
         &PlotLabels::new("Detection: caught / fired", "policy", "fault"),
         plot_dir.join("detection_heatmap"),

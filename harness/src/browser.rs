@@ -167,40 +167,29 @@ impl BrowserHandle {
         &self.version
     }
 
-    /// Opens a fresh browser context with one blank page sized to `viewport`.
-    pub async fn new_trial_page(&self, viewport: Size) -> Result<TrialPage> {
-        open_trial_page(self.browser.clone(), viewport, "about:blank".into()).await
-    }
-
     /// A pool that keeps up to `ready` fresh pages opened ahead of time, each in its own
     /// new browser context and already showing `warm_url` (a blank page on the fixture
     /// server's origin). A fresh context starts its renderer process on the first
     /// navigation to a site; doing that ahead of time, while other trials wait on settle
     /// timers, hides part of that cost, and the trial's own navigation is then same-site.
+    ///
+    /// One task opens the pages, one at a time: opening a context keeps Chromium's
+    /// browser process busy for a few hundred milliseconds, and several at once would
+    /// stall other trials' CDP calls.
     pub fn page_pool(&self, viewport: Size, ready: usize, warm_url: String) -> PagePool {
-        let ready = ready.max(1);
-        let (tx, rx) = tokio::sync::mpsc::channel(ready);
-        // One opener: opening a context keeps Chromium's browser process busy for a few
-        // hundred milliseconds, and several at once would stall other trials' CDP calls.
-        let openers = (0..1)
-            .map(|_| {
-                let tx = tx.clone();
-                let browser = self.browser.clone();
-                let warm_url = warm_url.clone();
-                tokio::spawn(async move {
-                    loop {
-                        let page =
-                            open_trial_page(browser.clone(), viewport, warm_url.clone()).await;
-                        if tx.send(page).await.is_err() {
-                            break;
-                        }
-                    }
-                })
-            })
-            .collect();
+        let (tx, rx) = tokio::sync::mpsc::channel(ready.max(1));
+        let browser = self.browser.clone();
+        let opener = tokio::spawn(async move {
+            loop {
+                let page = open_trial_page(browser.clone(), viewport, warm_url.clone()).await;
+                if tx.send(page).await.is_err() {
+                    break;
+                }
+            }
+        });
         PagePool {
             rx: tokio::sync::Mutex::new(rx),
-            openers,
+            opener,
         }
     }
 
@@ -216,7 +205,7 @@ impl BrowserHandle {
 /// Fresh trial pages, opened ahead of time. See [`BrowserHandle::page_pool`].
 pub struct PagePool {
     rx: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Result<TrialPage>>>,
-    openers: Vec<tokio::task::JoinHandle<()>>,
+    opener: tokio::task::JoinHandle<()>,
 }
 
 impl PagePool {
@@ -233,9 +222,7 @@ impl PagePool {
 
 impl Drop for PagePool {
     fn drop(&mut self) {
-        for o in &self.openers {
-            o.abort();
-        }
+        self.opener.abort();
     }
 }
 

@@ -159,7 +159,9 @@ impl<'a> RoundTrip<'a> {
         let mut answer = None;
         let mut stop = false;
         let mut last_pointer_into_iframe = false;
-        let mut hovered_at: Option<f64> = None;
+        let mut hovered = false;
+        // The page clock at the hover, read only when the observe fault needs it.
+        let mut hover_clock: Option<f64> = None;
         let mut waited_ms = 0u64;
 
         for action in &actions {
@@ -191,11 +193,10 @@ impl<'a> RoundTrip<'a> {
                     let p = viewport_point.expect("hovers have points");
                     last_pointer_into_iframe = false;
                     self.page.hover(p).await?;
-                    hovered_at = Some(if self.fault.is_some_and(StageFault::skips_hover_settle) {
-                        self.page.page_now().await?
-                    } else {
-                        f64::NAN
-                    });
+                    hovered = true;
+                    if self.fault.is_some_and(StageFault::skips_hover_settle) {
+                        hover_clock = Some(self.page.page_now().await?);
+                    }
                     format!("Moved the mouse to {}.", p)
                 }
                 Action::Type { text } => {
@@ -257,7 +258,7 @@ impl<'a> RoundTrip<'a> {
         // --- observe stage ---
         let browser_acted = actions.iter().any(Action::is_browser_action);
         let skip_hover_settle = self.fault.is_some_and(StageFault::skips_hover_settle);
-        let settle = if hovered_at.is_some() {
+        let settle = if hovered {
             if skip_hover_settle {
                 0
             } else {
@@ -283,7 +284,7 @@ impl<'a> RoundTrip<'a> {
             self.page.wait_ready(Duration::from_secs(10)).await?;
         }
         let capture = self.capture().await?;
-        if let (true, Some(hover_at)) = (skip_hover_settle, hovered_at) {
+        if let Some(hover_at) = hover_clock {
             // Witness: read from the page itself when the tooltip appeared, waiting at
             // most as long as an honest observe stage would have.
             const SHOWN_AT: &str = "(() => { const t = document.querySelector('[role=\"tooltip\"]'); return t && !t.hidden && t.dataset.shownAt ? Number(t.dataset.shownAt) : null; })()";

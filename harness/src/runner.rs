@@ -20,7 +20,6 @@ use faultline_tasks::seed::derive;
 use faultline_tasks::{Decision, DecisionSet, TaskKind};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -392,9 +391,4 @@ fn store(db: &mut ResultsDb, shots: &Path, spec: &TrialSpec, r: TrialResult) -> 
         })
         .collect();
     db.insert_trial(&row, &verdicts)
-}
-
-/// Keys already stored (for tests).
-pub fn finished(db_path: &Path) -> Result<BTreeSet<String>> {
-    ResultsDb::open_read_only(db_path)?.finished_keys()
 }
