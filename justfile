@@ -44,13 +44,13 @@ lint:
 serve:
     cargo run --release --bin faultline -- serve
 
-# Install Debian's Chromium when no Chromium is on the PATH (needs root or sudo).
+# Install Debian's chromium-headless-shell when it is missing (needs root or sudo).
 chromium:
     #!/usr/bin/env bash
     set -euo pipefail
-    if [ -n "${FAULTLINE_CHROMIUM:-}" ] || command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null; then exit 0; fi
-    echo "Chromium not found; installing Debian's chromium package" >&2
+    if [ -n "${FAULTLINE_CHROMIUM:-}" ] || command -v chromium-headless-shell >/dev/null; then exit 0; fi
+    echo "chromium-headless-shell not found; installing Debian's package" >&2
     sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
-    command -v chromium >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium-headless-shell >/dev/null
+    command -v chromium-headless-shell >/dev/null

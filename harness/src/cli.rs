@@ -52,7 +52,7 @@ pub struct RunArgs {
     /// Layouts per task.
     #[arg(long, value_name = "N")]
     pub layouts: Option<u32>,
-    /// Concurrent trials [default: number of cores].
+    /// Concurrent trials [default: 3 x cores; trials wait on settle timers half the time].
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Continue a run in --out: finished trials are skipped, none is stored twice.

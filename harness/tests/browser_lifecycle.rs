@@ -17,10 +17,39 @@ fn alive(pid: u32) -> bool {
     }
 }
 
+/// Live processes in process group `pgid` (the browser is started as a group leader,
+/// so this is it and everything it started that stayed in its group).
+fn group_members(pgid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after "comm)": state ppid pgrp ...
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string() {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Waits until `pid` and every process of its group are gone (a browser started through
+/// a wrapper script that does not `exec` would leave the real browser in the group).
 fn wait_dead(pid: u32) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
-        if !alive(pid) {
+        if !alive(pid) && group_members(pid).is_empty() {
             return true;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -35,6 +64,10 @@ async fn close_ends_the_browser_process() {
         .unwrap();
     let pid = b.pid().unwrap();
     assert!(alive(pid));
+    assert!(
+        group_members(pid).len() > 1,
+        "the browser leads a process group with its helpers"
+    );
     assert!(
         b.version().contains('/'),
         "product string like Chrome/156: {}",
