@@ -2,6 +2,17 @@
 
 use std::process::Command;
 
+/// `faultline run --config CFG --out OUT`.
+fn run_config(cfg: &std::path::Path, out: &std::path::Path) -> (i32, String, String) {
+    faultline(&[
+        "run",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
 fn faultline(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
         .args(args)
@@ -20,13 +31,7 @@ fn bad_config_is_a_usage_error_naming_file_line_and_field() {
     let cfg = dir.path().join("exp.toml");
     std::fs::write(&cfg, "seed = 3\n\npolicies = [\"outcome\", \"pixle\"]\n").unwrap();
     let out = dir.path().join("out");
-    let (code, _, stderr) = faultline(&[
-        "run",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, _, stderr) = run_config(&cfg, &out);
     assert_eq!(code, 2, "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "one-line cause: {stderr}");
     assert!(
@@ -48,13 +53,7 @@ fn malformed_decision_file_names_file_and_line() {
     )
     .unwrap();
     let out = dir.path().join("out");
-    let (code, _, stderr) = faultline(&[
-        "run",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (code, _, stderr) = run_config(&cfg, &out);
     assert_ne!(code, 0);
     assert!(stderr.contains("d.jsonl:1: missing field"), "{stderr}");
 }
