@@ -12,7 +12,20 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Bumped whenever a table or column changes meaning.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// Schema history, so older databases still open:
+///
+/// - 1: `meta`, `trials`, `verdicts` (detection only).
+/// - 2: `trials` gains `layer` (the fault's catalogue layer) and `not_fired_reason`
+///   (why a faulty trial's fault left no witness); new tables `episodes` and
+///   `episode_steps` hold the recovery experiment. A version-1 database is migrated in
+///   place when opened for writing (columns added, nothing rewritten) and read as is
+///   when opened read-only.
+const MIGRATE_1_TO_2: &str = r#"
+ALTER TABLE trials ADD COLUMN layer TEXT;
+ALTER TABLE trials ADD COLUMN not_fired_reason TEXT;
+"#;
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS meta (
@@ -43,7 +56,9 @@ CREATE TABLE IF NOT EXISTS trials (
     truth_achieved   INTEGER NOT NULL,
     truth_detail     TEXT NOT NULL,
     ledger           TEXT NOT NULL,
-    duration_ms      REAL NOT NULL
+    duration_ms      REAL NOT NULL,
+    layer            TEXT,
+    not_fired_reason TEXT
 );
 CREATE TABLE IF NOT EXISTS verdicts (
     trial_key TEXT NOT NULL REFERENCES trials(trial_key),
@@ -51,6 +66,54 @@ CREATE TABLE IF NOT EXISTS verdicts (
     verdict   TEXT NOT NULL CHECK (verdict IN ('success', 'no_change', 'fail')),
     message   TEXT NOT NULL,
     PRIMARY KEY (trial_key, policy)
+);
+CREATE TABLE IF NOT EXISTS episodes (
+    episode_key            TEXT PRIMARY KEY,
+    task                   TEXT NOT NULL,
+    fault                  TEXT NOT NULL,
+    stage                  TEXT NOT NULL,
+    layer                  TEXT NOT NULL,
+    policy                 TEXT NOT NULL,
+    agent                  TEXT NOT NULL,
+    run                    INTEGER NOT NULL,
+    layout_index           INTEGER NOT NULL,
+    layout_seed            TEXT NOT NULL,
+    episode_seed           TEXT NOT NULL,
+    fired                  INTEGER NOT NULL,
+    success                INTEGER NOT NULL,
+    truth_detail           TEXT NOT NULL,
+    browser_actions        INTEGER NOT NULL,
+    steps                  INTEGER NOT NULL,
+    stop_reason            TEXT NOT NULL CHECK (stop_reason IN ('stopped', 'answered', 'parse_error', 'over_budget', 'step_cap', 'agent_error')),
+    detected_at_first_step INTEGER NOT NULL,
+    first_verdict          TEXT NOT NULL CHECK (first_verdict IN ('success', 'no_change', 'fail')),
+    error                  TEXT,
+    model_calls            INTEGER NOT NULL,
+    prompt_tokens          INTEGER,
+    completion_tokens      INTEGER,
+    ledger                 TEXT NOT NULL,
+    duration_ms            REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS episode_steps (
+    episode_key      TEXT NOT NULL REFERENCES episodes(episode_key),
+    step             INTEGER NOT NULL,
+    source           TEXT NOT NULL CHECK (source IN ('decision', 'agent')),
+    reply            TEXT NOT NULL,
+    parse_error      TEXT,
+    actions          TEXT NOT NULL,
+    executed         TEXT NOT NULL,
+    browser_actions  INTEGER NOT NULL,
+    tool_message     TEXT NOT NULL,
+    verdict          TEXT CHECK (verdict IS NULL OR verdict IN ('success', 'no_change', 'fail')),
+    policy_message   TEXT,
+    observation_text TEXT,
+    screenshot       TEXT,
+    witness          TEXT,
+    truth_achieved   INTEGER NOT NULL,
+    truth_detail     TEXT NOT NULL,
+    ledger_events    TEXT NOT NULL,
+    usage            TEXT,
+    PRIMARY KEY (episode_key, step)
 );
 "#;
 
@@ -83,6 +146,89 @@ pub struct TrialRow {
     pub truth_detail: String,
     pub ledger: String,
     pub duration_ms: f64,
+    /// The fault's catalogue layer (`None` on working trials and in version-1 databases).
+    pub layer: Option<String>,
+    /// Why a faulty trial's fault did not fire (`None` when it fired, or on working trials).
+    pub not_fired_reason: Option<String>,
+}
+
+/// One recovery episode: the recorded decision replayed with its fault, then the agent
+/// acting on what the policy told it, scored by the ledger at the end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeRow {
+    /// `recovery/<task>/<fault>/<policy>/<agent>/r<run>/<layout>`.
+    pub episode_key: String,
+    pub task: String,
+    pub fault: String,
+    pub stage: String,
+    pub layer: String,
+    /// The verification policy whose messages the agent was given.
+    pub policy: String,
+    pub agent: String,
+    /// Repetition number, from 0.
+    pub run: u32,
+    pub layout_index: u32,
+    pub layout_seed: u64,
+    /// Derived from the root seed and the episode key.
+    pub episode_seed: u64,
+    /// Whether the fault left a witness at any step.
+    pub fired: bool,
+    /// The ledger's verdict at the end of the episode.
+    pub success: bool,
+    pub truth_detail: String,
+    /// Browser actions the agent took after the replayed decision (what the budget counts).
+    pub browser_actions: u32,
+    /// Steps in all, the replayed decision included.
+    pub steps: u32,
+    /// `stopped`, `answered`, `parse_error`, `over_budget`, `step_cap` or `agent_error`.
+    pub stop_reason: String,
+    /// The policy's verdict on the replayed decision agreed with the ledger (the detection
+    /// experiment's "caught", on this episode's first step).
+    pub detected_at_first_step: bool,
+    /// The policy's verdict on the replayed decision.
+    pub first_verdict: String,
+    /// The parse or agent error that ended the episode, if any.
+    pub error: Option<String>,
+    pub model_calls: u32,
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    /// The episode's whole ledger (JSON).
+    pub ledger: String,
+    pub duration_ms: f64,
+}
+
+/// One step of an episode's transcript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeStepRow {
+    pub episode_key: String,
+    /// From 0 (the replayed decision).
+    pub step: u32,
+    /// `decision` for step 0, `agent` after.
+    pub source: String,
+    pub reply: String,
+    pub parse_error: Option<String>,
+    /// Parsed actions (JSON).
+    pub actions: String,
+    /// Executed actions with their viewport points and honest messages (JSON).
+    pub executed: String,
+    pub browser_actions: u32,
+    /// What the tool reported (after any feedback fault).
+    pub tool_message: String,
+    /// The policy's verdict on this step (`None` when the step was not judged: a parse
+    /// error, or a reply that only answered or stopped).
+    pub verdict: Option<String>,
+    pub policy_message: Option<String>,
+    pub observation_text: Option<String>,
+    /// The observation's screenshot, relative to the run directory.
+    pub screenshot: Option<String>,
+    pub witness: Option<String>,
+    /// The ledger's verdict right after this step.
+    pub truth_achieved: bool,
+    pub truth_detail: String,
+    /// Ledger events recorded during this step (JSON list).
+    pub ledger_events: String,
+    /// Model token usage for this reply (JSON), when a model wrote it.
+    pub usage: Option<String>,
 }
 
 /// One policy's verdict on one trial.
@@ -97,6 +243,8 @@ pub struct VerdictRow {
 /// An open results database.
 pub struct ResultsDb {
     conn: Connection,
+    /// The schema version of the file (older versions are read-only).
+    version: i64,
 }
 
 impl ResultsDb {
@@ -107,12 +255,25 @@ impl ResultsDb {
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.execute_batch(SCHEMA)?;
-        let db = ResultsDb { conn };
+        let mut db = ResultsDb {
+            conn,
+            version: SCHEMA_VERSION,
+        };
         match db.meta("schema_version")? {
             None => db.set_meta("schema_version", &SCHEMA_VERSION.to_string())?,
             Some(v) if v == SCHEMA_VERSION.to_string() => {}
+            Some(v) if v == "1" => {
+                let tx = db.conn.transaction()?;
+                tx.execute_batch(MIGRATE_1_TO_2)?;
+                tx.execute(
+                    "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+                    [SCHEMA_VERSION.to_string()],
+                )?;
+                tx.commit()
+                    .with_context(|| format!("{}: migrating schema 1 to 2", path.display()))?;
+            }
             Some(v) => bail!(
-                "{}: schema_version is {v}, this faultline reads version {SCHEMA_VERSION}",
+                "{}: schema_version is {v}, this faultline reads versions 1 to {SCHEMA_VERSION}",
                 path.display()
             ),
         }
@@ -126,12 +287,19 @@ impl ResultsDb {
         }
         let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .with_context(|| format!("opening {}", path.display()))?;
-        let db = ResultsDb { conn };
-        match db.meta("schema_version")? {
-            Some(v) if v == SCHEMA_VERSION.to_string() => Ok(db),
-            Some(v) => bail!(
-                "{}: schema_version is {v}, this faultline reads version {SCHEMA_VERSION}",
-                path.display()
+        let mut db = ResultsDb {
+            conn,
+            version: SCHEMA_VERSION,
+        };
+        match db.meta("schema_version")?.map(|v| v.parse::<i64>()) {
+            Some(Ok(v)) if (1..=SCHEMA_VERSION).contains(&v) => {
+                db.version = v;
+                Ok(db)
+            }
+            Some(_) => bail!(
+                "{}: schema_version is {}, this faultline reads versions 1 to {SCHEMA_VERSION}",
+                path.display(),
+                db.meta("schema_version")?.unwrap_or_default()
             ),
             None => bail!(
                 "{}: not a faultline results database (no schema_version)",
@@ -169,8 +337,8 @@ impl ResultsDb {
     pub fn insert_trial(&mut self, t: &TrialRow, verdicts: &[VerdictRow]) -> Result<()> {
         let tx = self.conn.transaction()?;
         tx.execute(
-            "INSERT INTO trials (trial_key, experiment, task, layout_index, layout_seed, trial_seed, condition, fault, stage, fired, witness, decision_source, reply, actions, executed, tool_message, observation_text, before_png, after_png, evidence, truth_achieved, truth_detail, ledger, duration_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
+            "INSERT INTO trials (trial_key, experiment, task, layout_index, layout_seed, trial_seed, condition, fault, stage, fired, witness, decision_source, reply, actions, executed, tool_message, observation_text, before_png, after_png, evidence, truth_achieved, truth_detail, ledger, duration_ms, layer, not_fired_reason)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
             params![
                 t.trial_key,
                 t.experiment,
@@ -196,6 +364,8 @@ impl ResultsDb {
                 t.truth_detail,
                 t.ledger,
                 t.duration_ms,
+                t.layer,
+                t.not_fired_reason,
             ],
         )
         .with_context(|| format!("storing trial {}", t.trial_key))?;
@@ -211,9 +381,15 @@ impl ResultsDb {
 
     /// Every stored trial, ordered by key.
     pub fn trials(&self) -> Result<Vec<TrialRow>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT trial_key, experiment, task, layout_index, layout_seed, trial_seed, condition, fault, stage, fired, witness, decision_source, reply, actions, executed, tool_message, observation_text, before_png, after_png, evidence, truth_achieved, truth_detail, ledger, duration_ms FROM trials ORDER BY trial_key",
-        )?;
+        // Version 1 has no layer or not_fired_reason columns: read them as NULL.
+        let extra = if self.version >= 2 {
+            "layer, not_fired_reason"
+        } else {
+            "NULL, NULL"
+        };
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT trial_key, experiment, task, layout_index, layout_seed, trial_seed, condition, fault, stage, fired, witness, decision_source, reply, actions, executed, tool_message, observation_text, before_png, after_png, evidence, truth_achieved, truth_detail, ledger, duration_ms, {extra} FROM trials ORDER BY trial_key",
+        ))?;
         let rows = stmt
             .query_map([], |r| {
                 Ok(TrialRow {
@@ -241,6 +417,8 @@ impl ResultsDb {
                     truth_detail: r.get(21)?,
                     ledger: r.get(22)?,
                     duration_ms: r.get(23)?,
+                    layer: r.get(24)?,
+                    not_fired_reason: r.get(25)?,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -265,10 +443,172 @@ impl ResultsDb {
         Ok(rows)
     }
 
+    /// Keys of episodes already stored.
+    pub fn finished_episode_keys(&self) -> Result<BTreeSet<String>> {
+        if self.version < 2 {
+            return Ok(BTreeSet::new());
+        }
+        let mut stmt = self.conn.prepare("SELECT episode_key FROM episodes")?;
+        let keys = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<BTreeSet<String>>>()?;
+        Ok(keys)
+    }
+
+    /// Inserts an episode and its whole transcript atomically; a key already present is
+    /// an error (resume skips it, never writes it twice).
+    pub fn insert_episode(&mut self, e: &EpisodeRow, steps: &[EpisodeStepRow]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO episodes (episode_key, task, fault, stage, layer, policy, agent, run, layout_index, layout_seed, episode_seed, fired, success, truth_detail, browser_actions, steps, stop_reason, detected_at_first_step, first_verdict, error, model_calls, prompt_tokens, completion_tokens, ledger, duration_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+            params![
+                e.episode_key,
+                e.task,
+                e.fault,
+                e.stage,
+                e.layer,
+                e.policy,
+                e.agent,
+                e.run,
+                e.layout_index,
+                e.layout_seed.to_string(),
+                e.episode_seed.to_string(),
+                e.fired,
+                e.success,
+                e.truth_detail,
+                e.browser_actions,
+                e.steps,
+                e.stop_reason,
+                e.detected_at_first_step,
+                e.first_verdict,
+                e.error,
+                e.model_calls,
+                e.prompt_tokens,
+                e.completion_tokens,
+                e.ledger,
+                e.duration_ms,
+            ],
+        )
+        .with_context(|| format!("storing episode {}", e.episode_key))?;
+        for s in steps {
+            tx.execute(
+                "INSERT INTO episode_steps (episode_key, step, source, reply, parse_error, actions, executed, browser_actions, tool_message, verdict, policy_message, observation_text, screenshot, witness, truth_achieved, truth_detail, ledger_events, usage)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                params![
+                    s.episode_key,
+                    s.step,
+                    s.source,
+                    s.reply,
+                    s.parse_error,
+                    s.actions,
+                    s.executed,
+                    s.browser_actions,
+                    s.tool_message,
+                    s.verdict,
+                    s.policy_message,
+                    s.observation_text,
+                    s.screenshot,
+                    s.witness,
+                    s.truth_achieved,
+                    s.truth_detail,
+                    s.ledger_events,
+                    s.usage,
+                ],
+            )
+            .with_context(|| format!("storing step {} of episode {}", s.step, s.episode_key))?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Every stored episode, ordered by key (none in a version-1 database).
+    pub fn episodes(&self) -> Result<Vec<EpisodeRow>> {
+        if self.version < 2 {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT episode_key, task, fault, stage, layer, policy, agent, run, layout_index, layout_seed, episode_seed, fired, success, truth_detail, browser_actions, steps, stop_reason, detected_at_first_step, first_verdict, error, model_calls, prompt_tokens, completion_tokens, ledger, duration_ms FROM episodes ORDER BY episode_key",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(EpisodeRow {
+                    episode_key: r.get(0)?,
+                    task: r.get(1)?,
+                    fault: r.get(2)?,
+                    stage: r.get(3)?,
+                    layer: r.get(4)?,
+                    policy: r.get(5)?,
+                    agent: r.get(6)?,
+                    run: r.get(7)?,
+                    layout_index: r.get(8)?,
+                    layout_seed: parse_u64(r.get::<_, String>(9)?),
+                    episode_seed: parse_u64(r.get::<_, String>(10)?),
+                    fired: r.get(11)?,
+                    success: r.get(12)?,
+                    truth_detail: r.get(13)?,
+                    browser_actions: r.get(14)?,
+                    steps: r.get(15)?,
+                    stop_reason: r.get(16)?,
+                    detected_at_first_step: r.get(17)?,
+                    first_verdict: r.get(18)?,
+                    error: r.get(19)?,
+                    model_calls: r.get(20)?,
+                    prompt_tokens: r.get(21)?,
+                    completion_tokens: r.get(22)?,
+                    ledger: r.get(23)?,
+                    duration_ms: r.get(24)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// The transcript of one episode, in step order.
+    pub fn episode_steps(&self, episode_key: &str) -> Result<Vec<EpisodeStepRow>> {
+        if self.version < 2 {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT episode_key, step, source, reply, parse_error, actions, executed, browser_actions, tool_message, verdict, policy_message, observation_text, screenshot, witness, truth_achieved, truth_detail, ledger_events, usage FROM episode_steps WHERE episode_key = ?1 ORDER BY step",
+        )?;
+        let rows = stmt
+            .query_map([episode_key], |r| {
+                Ok(EpisodeStepRow {
+                    episode_key: r.get(0)?,
+                    step: r.get(1)?,
+                    source: r.get(2)?,
+                    reply: r.get(3)?,
+                    parse_error: r.get(4)?,
+                    actions: r.get(5)?,
+                    executed: r.get(6)?,
+                    browser_actions: r.get(7)?,
+                    tool_message: r.get(8)?,
+                    verdict: r.get(9)?,
+                    policy_message: r.get(10)?,
+                    observation_text: r.get(11)?,
+                    screenshot: r.get(12)?,
+                    witness: r.get(13)?,
+                    truth_achieved: r.get(14)?,
+                    truth_detail: r.get(15)?,
+                    ledger_events: r.get(16)?,
+                    usage: r.get(17)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// Counts rows, for tests and progress reports.
     pub fn count(&self, table: &str) -> Result<u64> {
-        if !matches!(table, "trials" | "verdicts" | "meta") {
+        if !matches!(
+            table,
+            "trials" | "verdicts" | "meta" | "episodes" | "episode_steps"
+        ) {
             bail!("unknown table `{table}`");
+        }
+        if self.version < 2 && matches!(table, "episodes" | "episode_steps") {
+            return Ok(0);
         }
         Ok(self
             .conn
@@ -321,7 +661,135 @@ pub(crate) mod tests {
             truth_detail: "clicked blank".into(),
             ledger: "{}".into(),
             duration_ms: 1.0,
+            layer: Some("execution".into()),
+            not_fired_reason: None,
         }
+    }
+
+    pub(crate) fn episode(key: &str) -> EpisodeRow {
+        EpisodeRow {
+            episode_key: key.into(),
+            task: "frame".into(),
+            fault: "feedback.iframe_no_change".into(),
+            stage: "feedback".into(),
+            layer: "tool".into(),
+            policy: "unverified".into(),
+            agent: "scripted".into(),
+            run: 0,
+            layout_index: 3,
+            layout_seed: u64::MAX - 1,
+            episode_seed: 11,
+            fired: true,
+            success: true,
+            truth_detail: "selected Order 7".into(),
+            browser_actions: 1,
+            steps: 3,
+            stop_reason: "stopped".into(),
+            detected_at_first_step: false,
+            first_verdict: "no_change".into(),
+            error: None,
+            model_calls: 0,
+            prompt_tokens: None,
+            completion_tokens: None,
+            ledger: "{}".into(),
+            duration_ms: 2.0,
+        }
+    }
+
+    pub(crate) fn step(key: &str, step: u32) -> EpisodeStepRow {
+        EpisodeStepRow {
+            episode_key: key.into(),
+            step,
+            source: if step == 0 { "decision" } else { "agent" }.into(),
+            reply: "click(1, 2)".into(),
+            parse_error: None,
+            actions: "[]".into(),
+            executed: "[]".into(),
+            browser_actions: 1,
+            tool_message: "No change detected.".into(),
+            verdict: Some("no_change".into()),
+            policy_message: Some("No change detected.".into()),
+            observation_text: Some("Orders".into()),
+            screenshot: Some(format!("shots/e-{step}.png")),
+            witness: None,
+            truth_achieved: true,
+            truth_detail: "selected Order 7".into(),
+            ledger_events: "[]".into(),
+            usage: None,
+        }
+    }
+
+    #[test]
+    fn episodes_round_trip_with_their_transcripts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.sqlite");
+        let mut db = ResultsDb::open(&path).unwrap();
+        let steps = vec![step("e", 0), step("e", 1)];
+        db.insert_episode(&episode("e"), &steps).unwrap();
+        assert!(db.insert_episode(&episode("e"), &steps).is_err());
+        drop(db);
+        let db = ResultsDb::open_read_only(&path).unwrap();
+        assert_eq!(db.episodes().unwrap(), vec![episode("e")]);
+        assert_eq!(db.episode_steps("e").unwrap(), steps);
+        assert_eq!(
+            db.finished_episode_keys()
+                .unwrap()
+                .into_iter()
+                .collect::<Vec<_>>(),
+            vec!["e".to_string()]
+        );
+        assert_eq!(db.count("episode_steps").unwrap(), 2);
+    }
+
+    #[test]
+    fn a_bad_step_rolls_back_the_whole_episode() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = ResultsDb::open(&dir.path().join("r.sqlite")).unwrap();
+        let mut bad = step("e", 1);
+        bad.verdict = Some("maybe".into());
+        assert!(db
+            .insert_episode(&episode("e"), &[step("e", 0), bad])
+            .is_err());
+        assert_eq!(db.count("episodes").unwrap(), 0);
+        assert_eq!(db.count("episode_steps").unwrap(), 0);
+    }
+
+    /// A database written by schema version 1 (the detection-only release).
+    fn version_1_database(path: &Path) {
+        let conn = Connection::open(path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             INSERT INTO meta VALUES ('schema_version', '1');
+             CREATE TABLE trials (trial_key TEXT PRIMARY KEY, experiment TEXT NOT NULL, task TEXT NOT NULL, layout_index INTEGER NOT NULL, layout_seed TEXT NOT NULL, trial_seed TEXT NOT NULL, condition TEXT NOT NULL, fault TEXT, stage TEXT, fired INTEGER, witness TEXT, decision_source TEXT NOT NULL, reply TEXT NOT NULL, actions TEXT NOT NULL, executed TEXT NOT NULL, tool_message TEXT NOT NULL, observation_text TEXT NOT NULL, before_png TEXT, after_png TEXT, evidence TEXT NOT NULL, truth_achieved INTEGER NOT NULL, truth_detail TEXT NOT NULL, ledger TEXT NOT NULL, duration_ms REAL NOT NULL);
+             CREATE TABLE verdicts (trial_key TEXT NOT NULL, policy TEXT NOT NULL, verdict TEXT NOT NULL, message TEXT NOT NULL, PRIMARY KEY (trial_key, policy));
+             INSERT INTO trials VALUES ('detection/grid/000/faulty', 'detection', 'grid', 0, '5', '6', 'faulty', 'execute.unscaled_coordinates', 'execute', 1, '{}', 'oracle', 'click(1, 2)', '[]', '[]', 'Clicked.', '', NULL, NULL, '{}', 0, 'clicked blank space', '{}', 1.0);",
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn version_1_databases_are_read_as_is_and_migrated_for_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.sqlite");
+        version_1_database(&path);
+        let ro = ResultsDb::open_read_only(&path).unwrap();
+        let trials = ro.trials().unwrap();
+        assert_eq!(trials.len(), 1);
+        assert_eq!((trials[0].layer.clone(), trials[0].layout_seed), (None, 5));
+        assert!(ro.episodes().unwrap().is_empty());
+        drop(ro);
+        // Opening for writing migrates in place and keeps every stored trial.
+        let mut db = ResultsDb::open(&path).unwrap();
+        assert_eq!(db.meta("schema_version").unwrap().as_deref(), Some("2"));
+        assert_eq!(db.trials().unwrap().len(), 1);
+        db.insert_episode(&episode("e"), &[step("e", 0)]).unwrap();
+        db.insert_trial(&row("new"), &[]).unwrap();
+        let new = db
+            .trials()
+            .unwrap()
+            .into_iter()
+            .find(|t| t.trial_key == "new");
+        assert_eq!(new.unwrap().layer.as_deref(), Some("execution"));
     }
 
     #[test]
@@ -370,6 +838,8 @@ pub(crate) mod tests {
         db.set_meta("schema_version", "99").unwrap();
         drop(db);
         let e = ResultsDb::open(&path).err().unwrap().to_string();
+        assert!(e.contains("schema_version is 99"), "{e}");
+        let e = ResultsDb::open_read_only(&path).err().unwrap().to_string();
         assert!(e.contains("schema_version is 99"), "{e}");
     }
 }

@@ -5,6 +5,7 @@
 //! detection experiment ([`runner`]), records oracle decisions ([`record`]), and maps the
 //! command line onto all of it ([`cli`]).
 
+pub mod agent;
 pub mod browser;
 pub mod cli;
 pub mod config;

@@ -6,12 +6,12 @@
 //! 4. **observe**: after a settle wait, a screenshot at image size + the visible text of
 //!    every frame, captured at the same instant.
 //!
-//! A [`StageFault`] acts only at its own stage's hook and leaves a [`Witness`] when it
-//! changed something. The round trip never reads the ledger.
+//! The armed fault ([`FaultPlan`]) is offered every hook; it acts only at its own and
+//! leaves a [`Witness`] when it changed something. The round trip never reads the ledger.
 
 use crate::browser::TrialPage;
 use anyhow::Result;
-use faultline_faults::{StageFault, Witness};
+use faultline_faults::{FaultPlan, FeedbackContext, Witness};
 use faultline_policies::{Observation, PageState};
 use faultline_tasks::{parse_reply, Action, Point, Size};
 use serde::{Deserialize, Serialize};
@@ -79,7 +79,7 @@ pub struct ReplyError(pub String);
 /// The stage where parse happens, exposed for agents and tests.
 pub fn parse_stage(
     reply: &str,
-    fault: Option<StageFault>,
+    fault: Option<&FaultPlan>,
 ) -> Result<(Vec<Action>, Option<Witness>), ReplyError> {
     let mut cleaned = reply.to_string();
     for token in SPECIAL_TOKENS {
@@ -101,7 +101,7 @@ pub struct CaptureMark {
 /// The round trip over one trial page.
 pub struct RoundTrip<'a> {
     pub page: &'a mut TrialPage,
-    pub fault: Option<StageFault>,
+    pub fault: Option<FaultPlan>,
     pub image: Size,
     pub timing: Timing,
     /// Every capture so far; the trial hands them to the ledger.
@@ -111,7 +111,7 @@ pub struct RoundTrip<'a> {
 impl<'a> RoundTrip<'a> {
     pub fn new(
         page: &'a mut TrialPage,
-        fault: Option<StageFault>,
+        fault: Option<FaultPlan>,
         image: Size,
         timing: Timing,
     ) -> Self {
@@ -149,10 +149,20 @@ impl<'a> RoundTrip<'a> {
 
     /// Runs one reply through parse -> execute -> feedback -> observe.
     pub async fn step(&mut self, reply: &str) -> Result<Result<StepOutcome, ReplyError>> {
-        let (actions, parse_witness) = match parse_stage(reply, self.fault) {
+        let (actions, parse_witness) = match parse_stage(reply, self.fault.as_ref()) {
             Ok(v) => v,
             Err(e) => return Ok(Err(e)),
         };
+        self.act(actions, parse_witness).await.map(Ok)
+    }
+
+    /// Runs already parsed actions through execute -> feedback -> observe.
+    /// `parse_witness` is the parse stage's witness for them, if any.
+    pub async fn act(
+        &mut self,
+        actions: Vec<Action>,
+        parse_witness: Option<Witness>,
+    ) -> Result<StepOutcome> {
         let mut witness = parse_witness;
         let mut executed = Vec::new();
         let mut messages = Vec::new();
@@ -168,7 +178,7 @@ impl<'a> RoundTrip<'a> {
             // --- execute stage ---
             let viewport_point = match action.point() {
                 Some(p) => {
-                    let (vp, w) = match self.fault {
+                    let (vp, w) = match &self.fault {
                         Some(f) => f.on_execute(p, self.image, self.page.viewport()),
                         None => (p.scale(self.image, self.page.viewport()), None),
                     };
@@ -182,7 +192,11 @@ impl<'a> RoundTrip<'a> {
                     let p = viewport_point.expect("clicks have points");
                     // The feedback fault's condition is the harness's own hit test; an
                     // honest tool does not need it, so it is only paid for when asked.
-                    if self.fault == Some(StageFault::IframeNoChange) {
+                    if self
+                        .fault
+                        .as_ref()
+                        .is_some_and(FaultPlan::needs_iframe_hit_test)
+                    {
                         last_pointer_into_iframe =
                             self.page.element_tag_at(p).await?.as_deref() == Some("IFRAME");
                     }
@@ -194,7 +208,11 @@ impl<'a> RoundTrip<'a> {
                     last_pointer_into_iframe = false;
                     self.page.hover(p).await?;
                     hovered = true;
-                    if self.fault.is_some_and(StageFault::skips_hover_settle) {
+                    if self
+                        .fault
+                        .as_ref()
+                        .is_some_and(FaultPlan::skips_hover_settle)
+                    {
                         hover_clock = Some(self.page.page_now().await?);
                     }
                     format!("Moved the mouse to {}.", p)
@@ -246,9 +264,12 @@ impl<'a> RoundTrip<'a> {
         } else {
             honest
         };
-        let tool_message = match self.fault {
+        let tool_message = match &self.fault {
             Some(f) => {
-                let (m, w) = f.on_feedback(&honest, last_pointer_into_iframe);
+                let (m, w) = f.on_feedback(&FeedbackContext {
+                    honest: &honest,
+                    clicked_into_iframe: last_pointer_into_iframe,
+                });
                 witness = witness.or(w);
                 m
             }
@@ -257,7 +278,10 @@ impl<'a> RoundTrip<'a> {
 
         // --- observe stage ---
         let browser_acted = actions.iter().any(Action::is_browser_action);
-        let skip_hover_settle = self.fault.is_some_and(StageFault::skips_hover_settle);
+        let skip_hover_settle = self
+            .fault
+            .as_ref()
+            .is_some_and(FaultPlan::skips_hover_settle);
         let settle = if hovered {
             if skip_hover_settle {
                 0
@@ -284,7 +308,7 @@ impl<'a> RoundTrip<'a> {
             self.page.wait_ready(Duration::from_secs(10)).await?;
         }
         let capture = self.capture().await?;
-        if let Some(hover_at) = hover_clock {
+        if let (Some(hover_at), Some(fault)) = (hover_clock, &self.fault) {
             // Witness: read from the page itself when the tooltip appeared, waiting at
             // most as long as an honest observe stage would have.
             const SHOWN_AT: &str = "(() => { const t = document.querySelector('[role=\"tooltip\"]'); return t && !t.hidden && t.dataset.shownAt ? Number(t.dataset.shownAt) : null; })()";
@@ -297,13 +321,9 @@ impl<'a> RoundTrip<'a> {
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             };
-            witness = witness.or(Witness::capture_before_tooltip(
-                hover_at,
-                capture.begin_ms,
-                shown,
-            ));
+            witness = witness.or(fault.capture_witness(hover_at, capture.begin_ms, shown));
         }
-        Ok(Ok(StepOutcome {
+        Ok(StepOutcome {
             actions,
             executed,
             tool_message,
@@ -316,7 +336,7 @@ impl<'a> RoundTrip<'a> {
             answer,
             stop,
             witness,
-        }))
+        })
     }
 }
 
@@ -334,11 +354,8 @@ mod tests {
             }]
         );
         assert!(w.is_none());
-        let (a, w) = parse_stage(
-            "type(\"Record-10\")\npress(\"Enter\")",
-            Some(StageFault::TokenLeak),
-        )
-        .unwrap();
+        let leak = FaultPlan::new(faultline_faults::Fault::TokenLeak, 1);
+        let (a, w) = parse_stage("type(\"Record-10\")\npress(\"Enter\")", Some(&leak)).unwrap();
         assert_eq!(
             a[0],
             Action::Type {

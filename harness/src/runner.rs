@@ -13,7 +13,7 @@ use crate::record::record_oracle;
 use crate::trial::{run_trial, Condition, Scorer, TrialEnv, TrialResult};
 use anyhow::{anyhow, bail, Context, Result};
 use faultline_analysis::db::{ResultsDb, TrialRow, VerdictRow};
-use faultline_faults::StageFault;
+use faultline_faults::{Fault, FaultPlan};
 use faultline_policies::Registry;
 use faultline_sites::FixtureServer;
 use faultline_tasks::seed::derive;
@@ -60,7 +60,7 @@ struct TrialSpec {
     key: String,
     decision: Arc<Decision>,
     condition: Condition,
-    fault: StageFault,
+    fault: Fault,
     trial_seed: u64,
 }
 
@@ -193,7 +193,8 @@ async fn run_with(
                     key,
                     decision: decision.clone(),
                     condition,
-                    fault: StageFault::for_task(*task),
+                    fault: Fault::reference_for(*task)
+                        .ok_or_else(|| anyhow!("task {task} has no reference fault"))?,
                 });
             }
         }
@@ -233,7 +234,8 @@ async fn run_with(
     let spawn = |set: &mut JoinSet<_>, spec: TrialSpec| {
         let env = env.clone();
         set.spawn(async move {
-            let fault = (spec.condition == Condition::Faulty).then_some(spec.fault);
+            let fault = (spec.condition == Condition::Faulty)
+                .then(|| FaultPlan::new(spec.fault, spec.trial_seed));
             let mut result = run_trial(&env, &spec.decision, fault).await;
             if result.is_err() {
                 // One retry: a browser hiccup should not sink a long run.
@@ -379,6 +381,8 @@ fn store(db: &mut ResultsDb, shots: &Path, spec: &TrialSpec, r: TrialResult) -> 
         truth_detail: r.truth.detail,
         ledger: serde_json::to_string(&r.ledger)?,
         duration_ms: r.duration_ms,
+        layer: faulty.then(|| spec.fault.layer().to_string()),
+        not_fired_reason: None,
     };
     let verdicts: Vec<VerdictRow> = r
         .judgements

@@ -8,7 +8,7 @@
 use crate::browser::{BrowserHandle, PagePool};
 use crate::roundtrip::{RoundTrip, Timing};
 use anyhow::{Context, Result};
-use faultline_faults::{StageFault, Witness};
+use faultline_faults::{FaultPlan, Witness};
 use faultline_policies::{Evidence, Judgement, VerificationPolicy};
 use faultline_sites::{FixtureServer, Ledger, LedgerKey, Scope, Truth};
 use faultline_tasks::{Decision, Layout, Size};
@@ -107,7 +107,7 @@ struct EvidenceRecord<'a> {
 pub async fn run_trial(
     env: &TrialEnv,
     decision: &Decision,
-    fault: Option<StageFault>,
+    fault: Option<FaultPlan>,
 ) -> Result<TrialResult> {
     let started = Instant::now();
     let layout = decision.layout();

@@ -1,0 +1,75 @@
+//! Witnesses: evidence that a fault actually changed something.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Evidence that a fault fired, stored with the trial as JSON:
+/// `{"fault": "<id>", "summary": "<one line>", ...fields}`.
+///
+/// The fields are the fault's own (the corrupted text, the unscaled point, the status code
+/// served, the page-clock instants). A fault that changed nothing returns no witness, and
+/// its trial is stored as not fired.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Witness {
+    pub fault: String,
+    /// One line for tables, logs and the report.
+    pub summary: String,
+    #[serde(flatten)]
+    pub data: Map<String, Value>,
+}
+
+impl Witness {
+    /// A witness for `fault` with `data`, which must be a JSON object (anything else is
+    /// stored under `value`).
+    pub fn new(fault: &str, summary: impl Into<String>, data: Value) -> Witness {
+        let data = match data {
+            Value::Object(m) => m,
+            Value::Null => Map::new(),
+            other => {
+                let mut m = Map::new();
+                m.insert("value".into(), other);
+                m
+            }
+        };
+        Witness {
+            fault: fault.to_string(),
+            summary: summary.into(),
+            data,
+        }
+    }
+
+    /// A field of the witness.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.data.get(key)
+    }
+
+    /// A string field.
+    pub fn str(&self, key: &str) -> Option<&str> {
+        self.data.get(key).and_then(Value::as_str)
+    }
+
+    /// A number field.
+    pub fn f64(&self, key: &str) -> Option<f64> {
+        self.data.get(key).and_then(Value::as_f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn fields_are_flattened_next_to_the_fault_id() {
+        let w = Witness::new("x.y", "did it", json!({"status": 500}));
+        let text = serde_json::to_string(&w).unwrap();
+        assert_eq!(text, r#"{"fault":"x.y","summary":"did it","status":500}"#);
+        let back: Witness = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, w);
+        assert_eq!(back.f64("status"), Some(500.0));
+        assert_eq!(
+            Witness::new("a.b", "s", json!(3)).get("value"),
+            Some(&json!(3))
+        );
+    }
+}

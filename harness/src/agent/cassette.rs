@@ -1,0 +1,1 @@
+//! The model-call cassette (see the `openai` agent).

@@ -1,0 +1,132 @@
+//! Agents: what acts after the recorded decision in a recovery episode.
+//!
+//! An [`Agent`] is handed an [`AgentView`] — the public instruction, the current
+//! observation (the screenshot at image size and the visible text of every frame,
+//! captured at the same instant), what the active verification policy said about the
+//! last step, the episode's history and the remaining browser-action budget — and
+//! returns a raw reply. The reply goes through the same parse stage as a recorded
+//! decision, so parse faults apply to it too.
+//!
+//! The view is all an agent gets: no agent can reach the ledger, the layout or the page
+//! beyond the observation (the types here hold none of them).
+//!
+//! Built-in agents, rebuilt by name from a stored config ([`AgentSpec`]):
+//!
+//! | name | what it does |
+//! |---|---|
+//! | `replay` | the recorded decision, nothing more: it stops at once |
+//! | `scripted` | a transparent rule-based baseline ([`scripted::ScriptedAgent`]) |
+//! | `openai` | any OpenAI-compatible chat-completions endpoint, through a cassette |
+
+pub mod cassette;
+pub mod openai;
+pub mod scripted;
+
+use faultline_policies::{Observation, Verdict};
+use faultline_tasks::{Action, Instruction, Size};
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+/// What the verification policy told the agent about the last step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyFeedback {
+    /// The policy's name (e.g. `outcome`).
+    pub policy: String,
+    pub verdict: Verdict,
+    /// The message the agent is told.
+    pub message: String,
+}
+
+/// One earlier step of the episode, as the agent saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    /// The reply as written (the recorded decision's on step 0).
+    pub reply: String,
+    /// The actions the parse stage made of it.
+    pub actions: Vec<Action>,
+    /// What the tool reported.
+    pub tool_message: String,
+    /// What the policy said afterwards (`None` when the step was not judged).
+    pub feedback: Option<PolicyFeedback>,
+}
+
+/// Everything an agent is given before it replies.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentView<'a> {
+    pub instruction: &'a Instruction,
+    /// The latest observation (PNG at `image` size plus the visible text).
+    pub observation: &'a Observation,
+    /// The active policy's judgement of the last step (`None` for a first decision on a
+    /// clean page, as when recording decisions).
+    pub feedback: Option<&'a PolicyFeedback>,
+    /// Earlier steps, oldest first; the last entry is the step `feedback` judged.
+    pub history: &'a [HistoryEntry],
+    /// Browser actions the agent may still take (`click`, `hover`, `type`, `press`,
+    /// `scroll`; `wait`, `answer` and `stop` are free).
+    pub budget_left: u32,
+    /// The step this reply will be (0 for a first decision, 1 for the first reply after
+    /// the recorded decision in an episode).
+    pub step: u32,
+    /// The screenshot size; pointer coordinates in the reply are in this space.
+    pub image: Size,
+    /// The episode's seed (derived from the root seed and the episode key).
+    pub seed: u64,
+}
+
+/// Token counts reported by a model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// A raw reply and what producing it cost.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentReply {
+    pub text: String,
+    /// Token usage, when a model wrote it.
+    pub usage: Option<TokenUsage>,
+    /// Network calls made for this reply (0 when it came from a cassette).
+    pub model_calls: u32,
+}
+
+impl AgentReply {
+    /// A reply written without a model.
+    pub fn text(text: impl Into<String>) -> AgentReply {
+        AgentReply {
+            text: text.into(),
+            usage: None,
+            model_calls: 0,
+        }
+    }
+}
+
+/// Why an agent could not reply. The episode ends as `agent_error` with this message
+/// stored; nothing already stored is affected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AgentError(pub String);
+
+/// Something that replies to an [`AgentView`].
+pub trait Agent: Send + Sync {
+    /// The registry name, stored with every episode.
+    fn name(&self) -> &str;
+
+    /// The next reply. Must not depend on anything but the view (and, for a model,
+    /// the model): episodes are replayed from stored configs.
+    fn reply<'a>(&'a self, view: AgentView<'a>) -> BoxFuture<'a, Result<AgentReply, AgentError>>;
+}
+
+/// The `replay` agent: the recorded decision is all it has, so after it, it stops.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReplayAgent;
+
+impl Agent for ReplayAgent {
+    fn name(&self) -> &str {
+        "replay"
+    }
+
+    fn reply<'a>(&'a self, _view: AgentView<'a>) -> BoxFuture<'a, Result<AgentReply, AgentError>> {
+        Box::pin(async { Ok(AgentReply::text("stop()")) })
+    }
+}
