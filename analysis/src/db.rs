@@ -86,7 +86,7 @@ CREATE TABLE IF NOT EXISTS episodes (
     steps                  INTEGER NOT NULL,
     stop_reason            TEXT NOT NULL CHECK (stop_reason IN ('stopped', 'answered', 'parse_error', 'over_budget', 'step_cap', 'agent_error')),
     detected_at_first_step INTEGER NOT NULL,
-    first_verdict          TEXT NOT NULL CHECK (first_verdict IN ('success', 'no_change', 'fail')),
+    first_verdict          TEXT NOT NULL CHECK (first_verdict IN ('success', 'no_change', 'fail', 'none')),
     error                  TEXT,
     model_calls            INTEGER NOT NULL,
     prompt_tokens          INTEGER,
@@ -185,7 +185,8 @@ pub struct EpisodeRow {
     /// The policy's verdict on the replayed decision agreed with the ledger (the detection
     /// experiment's "caught", on this episode's first step).
     pub detected_at_first_step: bool,
-    /// The policy's verdict on the replayed decision.
+    /// The policy's verdict on the replayed decision (`none` when its reply did not parse,
+    /// so nothing was judged).
     pub first_verdict: String,
     /// The parse or agent error that ended the episode, if any.
     pub error: Option<String>,

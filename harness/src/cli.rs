@@ -55,12 +55,19 @@ pub struct RunArgs {
     /// Concurrent trials [default: 3 x cores; trials wait on settle timers half the time].
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
+    /// Faults to run, replacing the config's `faults` (comma-separated selectors: ids,
+    /// globs such as `overlay.*`, `layer:transport`, `stage:observe`, `reference`, `all`).
+    #[arg(long, value_delimiter = ',', value_name = "SELECTORS")]
+    pub faults: Vec<String>,
     /// Continue a run in --out: finished trials are skipped, none is stored twice.
     #[arg(long)]
     pub resume: bool,
     /// Stop after N newly finished trials (leaves a resumable partial run).
     #[arg(long, value_name = "N", hide = true)]
     pub max_trials: Option<usize>,
+    /// Stop after N newly finished recovery episodes (leaves a resumable partial run).
+    #[arg(long, value_name = "N", hide = true)]
+    pub max_episodes: Option<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -155,6 +162,7 @@ async fn run(args: RunArgs) -> Result<()> {
         seed: args.seed,
         layouts: args.layouts,
         jobs: args.jobs,
+        faults: (!args.faults.is_empty()).then(|| args.faults.clone()),
     };
     let config = config::resolve(&text, &overrides).map_err(usage)?;
     let out = match args.out {
@@ -174,6 +182,7 @@ async fn run(args: RunArgs) -> Result<()> {
         config_text: text,
         overrides,
         max_trials: args.max_trials,
+        max_episodes: args.max_episodes,
         progress: std::io::stderr().is_terminal(),
     })
     .await?;
@@ -189,6 +198,19 @@ async fn run(args: RunArgs) -> Result<()> {
         if secs > 0.0 { summary.trials_run as f64 / secs } else { 0.0 },
         jobs
     )?;
+    if let Some(r) = &summary.recovery {
+        let secs = r.wall.as_secs_f64();
+        writeln!(
+            stdout,
+            "recovery:  {} episodes run, {} already stored, {} in all; wall time {:.1} s ({:.2} episodes/s, jobs {})",
+            r.run,
+            r.skipped,
+            r.total,
+            secs,
+            if secs > 0.0 { r.run as f64 / secs } else { 0.0 },
+            jobs
+        )?;
+    }
     writeln!(
         stdout,
         "results:   {}",
@@ -246,6 +268,7 @@ async fn record(args: RecordArgs) -> Result<()> {
         seed: Some(args.seed),
         layouts: Some(args.layouts),
         jobs: None,
+        faults: None,
     };
     let config = config::resolve(&config::load_text(None)?, &overrides)?;
     std::fs::create_dir_all(&args.out)

@@ -4,8 +4,10 @@
 //! Both forms are stored with the run: the config *as passed* (file text and flags) and
 //! *as resolved* (every default filled in), so a paper can cite exactly what ran.
 
+use crate::episode::EpisodeLimits;
 use crate::roundtrip::Timing;
 use anyhow::{bail, Result};
+use faultline_faults::Fault;
 use faultline_policies::Registry;
 use faultline_tasks::layout::{IMAGE, VIEWPORT};
 use faultline_tasks::seed::DEFAULT_ROOT_SEED;
@@ -40,8 +42,31 @@ pub struct ConfigFile {
     /// `"auto"` (committed decisions when they cover the run, else record with the
     /// oracle) or a path to a decision JSONL file.
     pub decisions: Option<String>,
+    /// Fault selectors (ids, globs, `layer:NAME`, `stage:NAME`, `reference`, `all`).
+    pub faults: Option<Vec<String>>,
     pub timing: Option<TimingFile>,
     pub browser: Option<BrowserFile>,
+    pub recovery: Option<RecoveryFile>,
+}
+
+/// The `[recovery]` section.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecoveryFile {
+    pub enabled: Option<bool>,
+    /// The first N layouts of each task.
+    pub layouts: Option<u32>,
+    pub policies: Option<Vec<String>>,
+    /// Repetitions of every (task, fault, policy, layout).
+    pub runs: Option<u32>,
+    /// `replay`, `scripted` or `openai`.
+    pub agent: Option<String>,
+    /// Browser actions the agent may take after the recorded decision.
+    pub budget: Option<u32>,
+    /// Steps in all, the recorded decision included.
+    pub max_steps: Option<u32>,
+    /// Fault selectors for the episodes (default: `reference`).
+    pub faults: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -63,6 +88,8 @@ pub struct Overrides {
     pub seed: Option<u64>,
     pub layouts: Option<u32>,
     pub jobs: Option<usize>,
+    /// `--faults`: selectors replacing the config's `faults`.
+    pub faults: Option<Vec<String>>,
 }
 
 /// Where the decisions come from, once resolved.
@@ -85,13 +112,44 @@ pub struct ExperimentConfig {
     pub tasks: Vec<TaskKind>,
     pub policies: Vec<String>,
     pub decisions: DecisionSource,
+    /// The faults of the detection experiment, in catalogue order; each runs on every
+    /// configured task it applies to.
+    pub faults: Vec<Fault>,
     pub timing: Timing,
     pub viewport: Size,
     pub image: Size,
     pub chromium: Option<PathBuf>,
+    pub recovery: RecoveryConfig,
 }
 
+/// The recovery experiment, resolved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecoveryConfig {
+    pub enabled: bool,
+    /// The first `layouts` layouts of each task (at most the detection's layouts).
+    pub layouts: u32,
+    pub policies: Vec<String>,
+    pub runs: u32,
+    pub agent: String,
+    pub limits: EpisodeLimits,
+    pub faults: Vec<Fault>,
+}
+
+/// Agents `recovery.agent` accepts.
+pub const AGENTS: &[&str] = &["replay", "scripted"];
+
 impl ExperimentConfig {
+    /// The (task, fault) pairs of the detection experiment: every configured task with
+    /// every selected fault that applies to it, in task then catalogue order.
+    pub fn detection_pairs(&self) -> Vec<(TaskKind, Fault)> {
+        pairs(&self.tasks, &self.faults)
+    }
+
+    /// The (task, fault) pairs of the recovery experiment.
+    pub fn recovery_pairs(&self) -> Vec<(TaskKind, Fault)> {
+        pairs(&self.tasks, &self.recovery.faults)
+    }
+
     /// The parts that define the results (everything but `jobs` and `source`), for
     /// checking that a resumed run is the same experiment.
     pub fn identity(&self) -> serde_json::Value {
@@ -103,6 +161,18 @@ impl ExperimentConfig {
         }
         v
     }
+}
+
+fn pairs(tasks: &[TaskKind], faults: &[Fault]) -> Vec<(TaskKind, Fault)> {
+    tasks
+        .iter()
+        .flat_map(|t| {
+            faults
+                .iter()
+                .filter(|f| f.applies_to(*t))
+                .map(move |f| (*t, *f))
+        })
+        .collect()
 }
 
 /// The config text as passed: its name and contents.
@@ -142,15 +212,31 @@ fn line_of_offset(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
-/// The line where `key = ...` is set, for validation errors.
+/// The line where `key = ...` is set, for validation errors. A dotted key
+/// (`recovery.runs`) is looked up inside its `[recovery]` table; a plain one among the
+/// top-level keys.
 fn line_of_key(text: &str, key: &str) -> Option<usize> {
-    text.lines()
-        .position(|l| {
-            let l = l.trim_start();
-            l.strip_prefix(key)
+    let (table, name) = key.rsplit_once('.').unwrap_or(("", key));
+    let mut current = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim_start();
+        if let Some(header) = l.strip_prefix('[') {
+            current = header
+                .split(']')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            continue;
+        }
+        if current == table
+            && l.strip_prefix(name)
                 .is_some_and(|rest| rest.trim_start().starts_with('='))
-        })
-        .map(|i| i + 1)
+        {
+            return Some(i + 1);
+        }
+    }
+    None
 }
 
 /// Parses and validates a config, applying overrides.
@@ -231,6 +317,15 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
             list.clone()
         }
     };
+    let faults = resolve_faults(
+        overrides.faults.as_deref().or(file.faults.as_deref()),
+        &tasks,
+        &if overrides.faults.is_some() {
+            "--faults".to_string()
+        } else {
+            at("faults")
+        },
+    )?;
     let decisions = match file.decisions.as_deref() {
         None | Some("auto") => DecisionSource::Auto,
         Some(p) => DecisionSource::File(PathBuf::from(p)),
@@ -254,6 +349,13 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
             at("timing")
         );
     }
+    let recovery = resolve_recovery(
+        file.recovery.as_ref(),
+        layouts,
+        &tasks,
+        &registry,
+        &|key: &str| at(&format!("recovery.{key}")),
+    )?;
     Ok(ExperimentConfig {
         source: config.name.clone(),
         seed,
@@ -266,6 +368,109 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         viewport: VIEWPORT,
         image: IMAGE,
         chromium: file.browser.and_then(|b| b.executable),
+        faults,
+        recovery,
+    })
+}
+
+/// Resolves fault selectors (default: the four reference stage faults) and checks that
+/// every selected fault applies to at least one configured task.
+fn resolve_faults(
+    selectors: Option<&[String]>,
+    tasks: &[TaskKind],
+    at: &str,
+) -> Result<Vec<Fault>> {
+    let selectors: Vec<String> = match selectors {
+        None => vec!["reference".into()],
+        Some([]) => bail!("{at}: expected at least one fault selector"),
+        Some(list) => list.to_vec(),
+    };
+    let faults = faultline_faults::select(&selectors).map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
+    let usable: Vec<Fault> = faults
+        .iter()
+        .copied()
+        .filter(|f| tasks.iter().any(|t| f.applies_to(*t)))
+        .collect();
+    if usable.is_empty() {
+        let names: Vec<&str> = tasks.iter().map(|t| t.name()).collect();
+        bail!(
+            "{at}: none of the selected faults applies to the configured tasks ({}); `faultline list faults` shows which tasks each fault needs",
+            names.join(", ")
+        );
+    }
+    Ok(usable)
+}
+
+fn resolve_recovery(
+    file: Option<&RecoveryFile>,
+    layouts: u32,
+    tasks: &[TaskKind],
+    registry: &Registry,
+    at: &dyn Fn(&str) -> String,
+) -> Result<RecoveryConfig> {
+    let empty = RecoveryFile::default();
+    let r = file.unwrap_or(&empty);
+    let enabled = r.enabled.unwrap_or(file.is_some());
+    let policies = match &r.policies {
+        None => vec!["unverified".into(), "generic".into(), "outcome".into()],
+        Some(list) if list.is_empty() => bail!("{}: expected at least one policy", at("policies")),
+        Some(list) => {
+            for p in list {
+                registry
+                    .build(p)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", at("policies")))?;
+            }
+            list.clone()
+        }
+    };
+    let runs = r.runs.unwrap_or(3);
+    if runs == 0 || runs > 100 {
+        bail!(
+            "{}: expected between 1 and 100 runs, found {runs}",
+            at("runs")
+        );
+    }
+    let agent = r.agent.clone().unwrap_or_else(|| "scripted".into());
+    if !AGENTS.contains(&agent.as_str()) {
+        bail!(
+            "{}: unknown agent `{agent}` (available: {})",
+            at("agent"),
+            AGENTS.join(", ")
+        );
+    }
+    let defaults = EpisodeLimits::default();
+    let limits = EpisodeLimits {
+        budget: r.budget.unwrap_or(defaults.budget),
+        max_steps: r.max_steps.unwrap_or(defaults.max_steps),
+    };
+    if limits.budget > 100 {
+        bail!(
+            "{}: expected a budget of at most 100 browser actions, found {}",
+            at("budget"),
+            limits.budget
+        );
+    }
+    if limits.max_steps < 2 || limits.max_steps > 200 {
+        bail!(
+            "{}: expected between 2 and 200 steps (the recorded decision and at least one reply), found {}",
+            at("max_steps"),
+            limits.max_steps
+        );
+    }
+    let wanted = r.layouts.unwrap_or(20);
+    if wanted == 0 {
+        bail!("{}: expected at least 1 layout", at("layouts"));
+    }
+    let faults = resolve_faults(r.faults.as_deref(), tasks, &at("faults"))?;
+    Ok(RecoveryConfig {
+        enabled,
+        // The recovery layouts are the first of the detection's: no more than it has.
+        layouts: wanted.min(layouts),
+        policies,
+        runs,
+        agent,
+        limits,
+        faults,
     })
 }
 
@@ -299,6 +504,7 @@ mod tests {
             seed: Some(9),
             layouts: Some(3),
             jobs: Some(1),
+            faults: None,
         };
         let a = resolve(&text("seed = 2\nlayouts = 5\n"), &o).unwrap();
         assert_eq!((a.seed, a.layouts, a.jobs), (9, 3, 1));

@@ -9,6 +9,7 @@ pub mod agent;
 pub mod browser;
 pub mod cli;
 pub mod config;
+pub mod episode;
 pub mod record;
 pub mod roundtrip;
 pub mod runner;

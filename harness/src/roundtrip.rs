@@ -63,6 +63,8 @@ pub struct StepOutcome {
     pub tool_message: String,
     pub after: Observation,
     pub after_state: PageState,
+    /// The id of the capture that produced `after`.
+    pub after_capture: u64,
     /// The answer the step gave, if any.
     pub answer: Option<String>,
     /// Whether the step asked to stop.
@@ -145,6 +147,11 @@ impl<'a> RoundTrip<'a> {
             },
             c.state,
         ))
+    }
+
+    /// The id of the newest capture, if any.
+    pub fn last_capture(&self) -> Option<u64> {
+        self.marks.last().map(|m| m.id)
     }
 
     /// Runs one reply through parse -> execute -> feedback -> observe.
@@ -333,6 +340,7 @@ impl<'a> RoundTrip<'a> {
                 text: capture.text,
             },
             after_state: capture.state,
+            after_capture: capture.id,
             answer,
             stop,
             witness,

@@ -6,20 +6,24 @@
 //! scope. Each trial is stored atomically under a stable key, so an interrupted run
 //! resumes by skipping the keys it already has.
 
+use crate::agent::scripted::ScriptedAgent;
+use crate::agent::{Agent, ReplayAgent};
 use crate::browser::{find_chromium, BrowserHandle};
 use crate::cli::UsageError;
 use crate::config::{ConfigText, DecisionSource, ExperimentConfig, Overrides};
+use crate::episode::{run_episode, EpisodeResult, EpisodeSpec};
 use crate::record::record_oracle;
 use crate::trial::{run_trial, Condition, Scorer, TrialEnv, TrialResult};
 use anyhow::{anyhow, bail, Context, Result};
-use faultline_analysis::db::{ResultsDb, TrialRow, VerdictRow};
+use faultline_analysis::db::{EpisodeRow, EpisodeStepRow, ResultsDb, TrialRow, VerdictRow};
 use faultline_faults::{Fault, FaultPlan};
-use faultline_policies::Registry;
+use faultline_policies::{Registry, VerificationPolicy};
 use faultline_sites::FixtureServer;
 use faultline_tasks::seed::derive;
 use faultline_tasks::{Decision, DecisionSet, TaskKind};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -39,6 +43,8 @@ pub struct RunRequest {
     pub overrides: Overrides,
     /// Stop after this many newly finished trials (for tests of resume).
     pub max_trials: Option<usize>,
+    /// Stop after this many newly finished episodes (for tests of resume).
+    pub max_episodes: Option<usize>,
     /// Show a progress bar (when stderr is a terminal).
     pub progress: bool,
 }
@@ -51,16 +57,17 @@ pub struct RunSummary {
     pub trials_run: usize,
     pub trials_skipped: usize,
     pub detection_wall: Duration,
+    /// The recovery phase, when the config enables it.
+    pub recovery: Option<PhaseSummary>,
     pub report: PathBuf,
 }
 
-/// A trial to run.
+/// A trial to run: faulty when it has a fault, working when not.
 #[derive(Clone)]
 struct TrialSpec {
     key: String,
     decision: Arc<Decision>,
-    condition: Condition,
-    fault: Fault,
+    fault: Option<Fault>,
     trial_seed: u64,
 }
 
@@ -168,7 +175,17 @@ async fn run_with(
             "layouts": config.layouts,
             "tasks": config.tasks,
             "policies": config.policies,
+            "faults": config.faults,
             "decisions": decisions.1,
+            "recovery": config.recovery.enabled.then(|| json!({
+                "layouts": config.recovery.layouts,
+                "policies": config.recovery.policies,
+                "runs": config.recovery.runs,
+                "agent": config.recovery.agent,
+                "budget": config.recovery.limits.budget,
+                "max_steps": config.recovery.limits.max_steps,
+                "faults": config.recovery.faults,
+            })),
             "config_as_passed": { "name": req.config_text.name, "text": req.config_text.text, "overrides": req.overrides },
             "config_resolved": config,
         });
@@ -177,24 +194,119 @@ async fn run_with(
         db.set_meta("config_identity", identity)?;
     }
 
+    let shots = req.out.join("shots");
+    std::fs::create_dir_all(&shots)?;
+    let detection = run_detection(req, &env, db, &decisions.0, &shots).await?;
+    let recovery = if config.recovery.enabled {
+        Some(run_recovery(req, &env, db, &decisions.0, &shots).await?)
+    } else {
+        None
+    };
+
+    let analysis = faultline_analysis::report::default_config(db)?;
+    let files = faultline_analysis::report::write_all(db, &req.out, &req.out, &analysis)?;
+    Ok(RunSummary {
+        out: req.out.clone(),
+        trials_total: detection.total,
+        trials_run: detection.run,
+        trials_skipped: detection.skipped,
+        detection_wall: detection.wall,
+        recovery,
+        report: files.report_md,
+    })
+}
+
+/// Counts and wall time of one phase.
+#[derive(Debug, Clone)]
+pub struct PhaseSummary {
+    pub total: usize,
+    pub run: usize,
+    pub skipped: usize,
+    pub wall: Duration,
+}
+
+fn progress_bar(show: bool, what: &str, total: usize, skipped: usize) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "{what} {{bar:40}} {{pos}}/{{len}}  {{elapsed}} elapsed, ETA {{eta}}"
+        ))
+        .expect("valid template"),
+    );
+    bar.set_position(skipped as u64);
+    bar.reset_eta();
+    bar
+}
+
+/// Runs `work` on every item with at most `jobs` at once, handing each finished result to
+/// `done` in completion order (which stores it; storage order does not affect results).
+async fn run_bounded<S, R, Fut>(
+    items: Vec<S>,
+    jobs: usize,
+    work: impl Fn(S) -> Fut,
+    mut done: impl FnMut(R) -> Result<()>,
+) -> Result<()>
+where
+    Fut: std::future::Future<Output = Result<R>> + Send + 'static,
+    R: Send + 'static,
+{
+    let mut queue = items.into_iter();
+    let mut running: JoinSet<Result<R>> = JoinSet::new();
+    for item in queue.by_ref().take(jobs.max(1)) {
+        running.spawn(work(item));
+    }
+    while let Some(joined) = running.join_next().await {
+        let result = joined.context("a task panicked")??;
+        done(result)?;
+        if let Some(next) = queue.next() {
+            running.spawn(work(next));
+        }
+    }
+    Ok(())
+}
+
+async fn run_detection(
+    req: &RunRequest,
+    env: &Arc<TrialEnv>,
+    db: &mut ResultsDb,
+    decisions: &DecisionSet,
+    shots: &Path,
+) -> Result<PhaseSummary> {
+    let config = &req.config;
     let finished = db.finished_keys()?;
+    let pairs = config.detection_pairs();
     let mut specs = Vec::new();
     for task in &config.tasks {
+        let faults: Vec<Fault> = pairs
+            .iter()
+            .filter(|(t, _)| t == task)
+            .map(|(_, f)| *f)
+            .collect();
+        if faults.is_empty() {
+            continue;
+        }
         for index in 0..config.layouts {
-            let decision = decisions
-                .0
-                .find(*task, config.seed, index)
-                .ok_or_else(|| anyhow!("no decision for {task} layout {index}"))?;
-            let decision = Arc::new(decision.clone());
-            for condition in [Condition::Faulty, Condition::Working] {
-                let key = format!("detection/{task}/{index:03}/{}", condition.name());
+            let decision = Arc::new(
+                decisions
+                    .find(*task, config.seed, index)
+                    .ok_or_else(|| anyhow!("no decision for {task} layout {index}"))?
+                    .clone(),
+            );
+            let mut conditions: Vec<Option<Fault>> = faults.iter().copied().map(Some).collect();
+            conditions.push(None);
+            for fault in conditions {
+                let key = format!(
+                    "detection/{task}/{index:03}/{}",
+                    fault.map_or("working", Fault::id)
+                );
                 specs.push(TrialSpec {
                     trial_seed: derive(config.seed, &["trial", &key]),
                     key,
                     decision: decision.clone(),
-                    condition,
-                    fault: Fault::reference_for(*task)
-                        .ok_or_else(|| anyhow!("task {task} has no reference fault"))?,
+                    fault,
                 });
             }
         }
@@ -209,67 +321,230 @@ async fn run_with(
         Some(n) => todo.into_iter().take(n).collect(),
         None => todo,
     };
-
-    let bar = if req.progress {
-        let bar = ProgressBar::new(total as u64);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "detection {bar:40} {pos}/{len} trials  {elapsed} elapsed, ETA {eta}",
-            )
-            .expect("valid template"),
-        );
-        bar.set_position(skipped as u64);
-        bar.reset_eta();
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
-
-    let shots = req.out.join("shots");
-    std::fs::create_dir_all(&shots)?;
+    let bar = progress_bar(req.progress, "detection", total, skipped);
     let started = Instant::now();
-    let mut run_count = 0usize;
-    let mut queue = todo.into_iter();
-    let mut running: JoinSet<(TrialSpec, Result<TrialResult>)> = JoinSet::new();
-    let spawn = |set: &mut JoinSet<_>, spec: TrialSpec| {
-        let env = env.clone();
-        set.spawn(async move {
-            let fault = (spec.condition == Condition::Faulty)
-                .then(|| FaultPlan::new(spec.fault, spec.trial_seed));
-            let mut result = run_trial(&env, &spec.decision, fault).await;
-            if result.is_err() {
-                // One retry: a browser hiccup should not sink a long run.
-                result = run_trial(&env, &spec.decision, fault).await;
+    let mut run = 0usize;
+    run_bounded(
+        todo,
+        config.jobs,
+        |spec: TrialSpec| {
+            let env = env.clone();
+            async move {
+                let plan = spec.fault.map(|f| FaultPlan::new(f, spec.trial_seed));
+                let mut result = run_trial(&env, &spec.decision, plan).await;
+                if result.is_err() {
+                    // One retry: a browser hiccup should not sink a long run.
+                    result = run_trial(&env, &spec.decision, plan).await;
+                }
+                let result = result.with_context(|| format!("trial {}", spec.key))?;
+                Ok((spec, result))
             }
-            (spec, result)
-        });
-    };
-    for spec in queue.by_ref().take(config.jobs) {
-        spawn(&mut running, spec);
+        },
+        |(spec, result)| {
+            store(db, shots, &spec, result)?;
+            run += 1;
+            bar.inc(1);
+            Ok(())
+        },
+    )
+    .await?;
+    bar.finish_and_clear();
+    Ok(PhaseSummary {
+        total,
+        run,
+        skipped,
+        wall: started.elapsed(),
+    })
+}
+
+/// An episode to run.
+struct EpisodeTask {
+    key: String,
+    decision: Arc<Decision>,
+    fault: Fault,
+    policy: String,
+    run: u32,
+    seed: u64,
+}
+
+async fn run_recovery(
+    req: &RunRequest,
+    env: &Arc<TrialEnv>,
+    db: &mut ResultsDb,
+    decisions: &DecisionSet,
+    shots: &Path,
+) -> Result<PhaseSummary> {
+    let config = &req.config;
+    let rc = &config.recovery;
+    let agent: Arc<dyn Agent> = build_agent(&rc.agent)?;
+    let registry = Registry::default();
+    let mut policies: BTreeMap<String, Arc<dyn VerificationPolicy>> = BTreeMap::new();
+    for name in &rc.policies {
+        let p = registry.build(name).map_err(|e| anyhow!(e))?;
+        policies.insert(name.clone(), Arc::from(p));
     }
-    while let Some(joined) = running.join_next().await {
-        let (spec, result) = joined.context("a trial task panicked")?;
-        let result = result.with_context(|| format!("trial {}", spec.key))?;
-        store(db, &shots, &spec, result)?;
-        run_count += 1;
-        bar.inc(1);
-        if let Some(next) = queue.next() {
-            spawn(&mut running, next);
+    let finished = db.finished_episode_keys()?;
+    // Fixed before any agent call: the first `layouts` layouts of every task, every
+    // (task, fault) pair, every policy, every run.
+    let mut tasks = Vec::new();
+    for (task, fault) in config.recovery_pairs() {
+        for policy in &rc.policies {
+            for run in 0..rc.runs {
+                for index in 0..rc.layouts {
+                    let decision = decisions
+                        .find(task, config.seed, index)
+                        .ok_or_else(|| anyhow!("no decision for {task} layout {index}"))?;
+                    let key = format!(
+                        "recovery/{task}/{}/{policy}/{}/r{run}/{index:03}",
+                        fault.id(),
+                        rc.agent
+                    );
+                    tasks.push(EpisodeTask {
+                        seed: derive(config.seed, &["episode", &key]),
+                        key,
+                        decision: Arc::new(decision.clone()),
+                        fault,
+                        policy: policy.clone(),
+                        run,
+                    });
+                }
+            }
         }
     }
+    let total = tasks.len();
+    let todo: Vec<EpisodeTask> = tasks
+        .into_iter()
+        .filter(|t| !finished.contains(&t.key))
+        .collect();
+    let skipped = total - todo.len();
+    let todo: Vec<EpisodeTask> = match req.max_episodes {
+        Some(n) => todo.into_iter().take(n).collect(),
+        None => todo,
+    };
+    let bar = progress_bar(req.progress, "recovery ", total, skipped);
+    let started = Instant::now();
+    let mut run = 0usize;
+    let limits = rc.limits;
+    run_bounded(
+        todo,
+        config.jobs,
+        |task: EpisodeTask| {
+            let env = env.clone();
+            let agent = agent.clone();
+            let policy = policies[&task.policy].clone();
+            async move {
+                let spec = EpisodeSpec {
+                    decision: &task.decision,
+                    fault: FaultPlan::new(task.fault, task.seed),
+                    policy: policy.as_ref(),
+                    agent: agent.as_ref(),
+                    limits,
+                    seed: task.seed,
+                };
+                let result = run_episode(&env, &spec)
+                    .await
+                    .with_context(|| format!("episode {}", task.key))?;
+                Ok((task, agent.name().to_string(), result))
+            }
+        },
+        |(task, agent_name, result)| {
+            store_episode(db, shots, &task, &agent_name, result)?;
+            run += 1;
+            bar.inc(1);
+            Ok(())
+        },
+    )
+    .await?;
     bar.finish_and_clear();
-    let wall = started.elapsed();
-
-    let analysis = faultline_analysis::report::default_config(db)?;
-    let files = faultline_analysis::report::write_all(db, &req.out, &req.out, &analysis)?;
-    Ok(RunSummary {
-        out: req.out.clone(),
-        trials_total: total,
-        trials_run: run_count,
-        trials_skipped: skipped,
-        detection_wall: wall,
-        report: files.report_md,
+    Ok(PhaseSummary {
+        total,
+        run,
+        skipped,
+        wall: started.elapsed(),
     })
+}
+
+/// Builds the agent a config names.
+pub fn build_agent(name: &str) -> Result<Arc<dyn Agent>> {
+    Ok(match name {
+        "replay" => Arc::new(ReplayAgent),
+        "scripted" => Arc::new(ScriptedAgent),
+        other => bail!(UsageError(format!(
+            "unknown agent `{other}` (available: {})",
+            crate::config::AGENTS.join(", ")
+        ))),
+    })
+}
+
+fn store_episode(
+    db: &mut ResultsDb,
+    shots: &Path,
+    task: &EpisodeTask,
+    agent: &str,
+    r: EpisodeResult,
+) -> Result<()> {
+    let stem = task.key.replace('/', "-");
+    std::fs::write(shots.join(format!("{stem}.before.png")), &r.before.png)?;
+    let d = &task.decision;
+    let mut steps = Vec::new();
+    for s in &r.steps {
+        let screenshot = match &s.observation {
+            Some(o) => {
+                let name = format!("{stem}.s{}.png", s.step);
+                std::fs::write(shots.join(&name), &o.png)?;
+                Some(format!("shots/{name}"))
+            }
+            None => None,
+        };
+        steps.push(EpisodeStepRow {
+            episode_key: task.key.clone(),
+            step: s.step,
+            source: if s.from_decision { "decision" } else { "agent" }.into(),
+            reply: s.reply.clone(),
+            parse_error: s.parse_error.clone(),
+            actions: serde_json::to_string(&s.actions)?,
+            executed: s.executed_json.clone(),
+            browser_actions: s.browser_actions,
+            tool_message: s.tool_message.clone(),
+            verdict: s.feedback.as_ref().map(|f| f.verdict.name().to_string()),
+            policy_message: s.feedback.as_ref().map(|f| f.message.clone()),
+            observation_text: s.observation.as_ref().map(|o| o.text.clone()),
+            screenshot,
+            witness: s.witness.as_ref().map(serde_json::to_string).transpose()?,
+            truth_achieved: s.truth.achieved,
+            truth_detail: s.truth.detail.clone(),
+            ledger_events: serde_json::to_string(&s.ledger_events)?,
+            usage: s.usage.as_ref().map(serde_json::to_string).transpose()?,
+        });
+    }
+    let row = EpisodeRow {
+        episode_key: task.key.clone(),
+        task: d.task.to_string(),
+        fault: task.fault.id().to_string(),
+        stage: task.fault.stage().to_string(),
+        layer: task.fault.layer().to_string(),
+        policy: task.policy.clone(),
+        agent: agent.to_string(),
+        run: task.run,
+        layout_index: d.layout_index,
+        layout_seed: d.layout_seed,
+        episode_seed: task.seed,
+        fired: r.fired,
+        success: r.truth.achieved,
+        truth_detail: r.truth.detail.clone(),
+        browser_actions: r.browser_actions,
+        steps: r.steps.len() as u32,
+        stop_reason: r.stop_reason.name().to_string(),
+        detected_at_first_step: r.detected_at_first_step,
+        first_verdict: r.first_verdict.map_or("none", |v| v.name()).to_string(),
+        error: r.error.clone(),
+        model_calls: r.model_calls,
+        prompt_tokens: r.usage.map(|u| u.prompt_tokens),
+        completion_tokens: r.usage.map(|u| u.completion_tokens),
+        ledger: serde_json::to_string(&r.ledger)?,
+        duration_ms: r.duration_ms,
+    };
+    db.insert_episode(&row, &steps)
 }
 
 /// The decisions for this run when they need no browser: a configured file, or the
@@ -355,7 +630,11 @@ fn store(db: &mut ResultsDb, shots: &Path, spec: &TrialSpec, r: TrialResult) -> 
     std::fs::write(shots.join(format!("{stem}.before.png")), &r.before_png)?;
     std::fs::write(shots.join(format!("{stem}.after.png")), &r.after_png)?;
     let d = &spec.decision;
-    let faulty = spec.condition == Condition::Faulty;
+    let condition = if spec.fault.is_some() {
+        Condition::Faulty
+    } else {
+        Condition::Working
+    };
     let row = TrialRow {
         trial_key: spec.key.clone(),
         experiment: "detection".into(),
@@ -363,10 +642,10 @@ fn store(db: &mut ResultsDb, shots: &Path, spec: &TrialSpec, r: TrialResult) -> 
         layout_index: d.layout_index,
         layout_seed: d.layout_seed,
         trial_seed: spec.trial_seed,
-        condition: spec.condition.name().into(),
-        fault: faulty.then(|| spec.fault.id().to_string()),
-        stage: faulty.then(|| spec.fault.stage().to_string()),
-        fired: faulty.then_some(r.witness.is_some()),
+        condition: condition.name().into(),
+        fault: spec.fault.map(|f| f.id().to_string()),
+        stage: spec.fault.map(|f| f.stage().to_string()),
+        fired: spec.fault.map(|_| r.witness.is_some()),
         witness: r.witness.as_ref().map(serde_json::to_string).transpose()?,
         decision_source: d.source.clone(),
         reply: d.reply.clone(),
@@ -381,8 +660,11 @@ fn store(db: &mut ResultsDb, shots: &Path, spec: &TrialSpec, r: TrialResult) -> 
         truth_detail: r.truth.detail,
         ledger: serde_json::to_string(&r.ledger)?,
         duration_ms: r.duration_ms,
-        layer: faulty.then(|| spec.fault.layer().to_string()),
-        not_fired_reason: None,
+        layer: spec.fault.map(|f| f.layer().to_string()),
+        not_fired_reason: match (spec.fault, &r.witness) {
+            (Some(f), None) => Some(f.spec().not_fired_when.to_string()),
+            _ => None,
+        },
     };
     let verdicts: Vec<VerdictRow> = r
         .judgements

@@ -35,15 +35,28 @@ impl Scorer {
         );
     }
 
-    /// Records the agent's answer in the scope's ledger.
-    pub fn note_answer(&self, scope: &Scope, value: &str) {
-        self.key
-            .note(scope, "answer", serde_json::json!({ "value": value }));
+    /// Records the agent's answer in the scope's ledger, with the capture it is judged
+    /// against: the newest observation when the answer was given (for a reply that also
+    /// acted, the observation that followed it).
+    pub fn note_answer(&self, scope: &Scope, value: &str, capture: Option<u64>) {
+        self.key.note(
+            scope,
+            "answer",
+            serde_json::json!({ "value": value, "capture": capture }),
+        );
     }
 
     /// Takes the scope's ledger and judges it against the layout.
     pub fn score(&self, scope: &Scope, layout: &Layout) -> (Ledger, Truth) {
         let ledger = self.key.take(scope);
+        let truth = faultline_sites::judge(layout, &ledger);
+        (ledger, truth)
+    }
+
+    /// Judges the scope's ledger as it stands, leaving it in place (episodes judge after
+    /// every step and take the ledger at the end).
+    pub fn peek(&self, scope: &Scope, layout: &Layout) -> (Ledger, Truth) {
+        let ledger = self.key.read(scope);
         let truth = faultline_sites::judge(layout, &ledger);
         (ledger, truth)
     }
@@ -168,7 +181,8 @@ pub async fn run_trial(
             env.scorer.note_capture(&scope, m);
         }
         if let Some(answer) = &step.answer {
-            env.scorer.note_answer(&scope, answer);
+            env.scorer
+                .note_answer(&scope, answer, Some(step.after_capture));
         }
         let (ledger, truth) = env.scorer.score(&scope, &layout);
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "scored");

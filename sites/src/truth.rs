@@ -82,18 +82,23 @@ pub fn judge(layout: &Layout, ledger: &Ledger) -> Truth {
         LayoutSpec::Chart(c) => {
             let mark = c.target_mark();
             let wanted = format!("{}: {}", mark.label, mark.value);
-            let shown = last_capture_shows(ledger, &wanted);
-            let answer = ledger
-                .last_of_kind("answer")
-                .and_then(|e| e.data["value"].as_str().map(str::to_string));
-            match (shown, answer) {
+            // The answer counts only against the observation it was given from: the
+            // capture it names (the harness records which one the agent had received),
+            // else the last capture.
+            let answer = ledger.last_of_kind("answer");
+            let capture_id = answer.and_then(|e| e.data["capture"].as_u64());
+            let value = answer.and_then(|e| e.data["value"].as_str().map(str::to_string));
+            match (capture_shows(ledger, capture_id, &wanted), value) {
                 (CaptureShows::NoCapture, _) => Truth::no("no observation was captured".into()),
-                (CaptureShows::Other(what), _) => Truth::no(format!(
-                    "the last observation showed {what} at capture, not {wanted:?}"
+                (CaptureShows::Other(what), Some(a)) => Truth::no(format!(
+                    "answered {a:?} from an observation that showed {what}, not {wanted:?}"
                 )),
-                (CaptureShows::Wanted, None) => {
-                    Truth::yes(format!("{wanted:?} was visible at capture"))
-                }
+                (CaptureShows::Other(what), None) => Truth::no(format!(
+                    "the last observation showed {what} at capture, not {wanted:?}; no answer was given"
+                )),
+                (CaptureShows::Wanted, None) => Truth::no(format!(
+                    "{wanted:?} was visible at capture but no answer was given"
+                )),
                 (CaptureShows::Wanted, Some(a)) if a.trim() == mark.value.to_string() => {
                     Truth::yes(format!("{wanted:?} was visible at capture; answered {a:?}"))
                 }
@@ -111,15 +116,21 @@ enum CaptureShows {
     Other(String),
 }
 
-/// What the tooltip showed during the last capture. The harness records each capture's
-/// page-clock interval; the page records when the tooltip was shown and hidden, on the
-/// same clock. The tooltip counts as seen only if it was showing `wanted` for the whole
-/// interval (one that appeared mid-capture may be missing from the screenshot).
-fn last_capture_shows(ledger: &Ledger, wanted: &str) -> CaptureShows {
-    let Some(capture) = ledger
-        .of_kind("capture")
-        .max_by_key(|e| e.data["id"].as_u64().unwrap_or(0))
-    else {
+/// What the tooltip showed during capture `id` (the last capture when `None`). The
+/// harness records each capture's page-clock interval; the page records when the tooltip
+/// was shown and hidden, on the same clock. The tooltip counts as seen only if it was
+/// showing `wanted` for the whole interval (one that appeared mid-capture may be missing
+/// from the screenshot).
+fn capture_shows(ledger: &Ledger, id: Option<u64>, wanted: &str) -> CaptureShows {
+    let capture = match id {
+        Some(id) => ledger
+            .of_kind("capture")
+            .find(|e| e.data["id"].as_u64() == Some(id)),
+        None => ledger
+            .of_kind("capture")
+            .max_by_key(|e| e.data["id"].as_u64().unwrap_or(0)),
+    };
+    let Some(capture) = capture else {
         return CaptureShows::NoCapture;
     };
     let (Some(begin), Some(end)) = (
@@ -226,18 +237,42 @@ mod tests {
         };
         let cap =
             |id: u64, b: f64, e: f64| ("capture", json!({"id": id, "begin_ms": b, "end_ms": e}));
-        // Captured 100-150 ms, tooltip shown at 50: seen.
-        let seen = ledger(&[cap(0, 0.0, 10.0), shown(50.0), cap(1, 100.0, 150.0)]);
-        assert!(judge(&l, &seen).achieved, "{}", judge(&l, &seen).detail);
-        let mut answered = seen.clone();
-        answered.events.push(LedgerEvent {
+        let answer = |value: &str, capture: Option<u64>| LedgerEvent {
             seq: 9,
             server_ms: 9.0,
             page_ms: None,
             kind: "answer".into(),
-            data: json!({"value": "-1"}),
-        });
-        assert!(!judge(&l, &answered).achieved);
+            data: json!({"value": value, "capture": capture}),
+        };
+        // Captured 100-150 ms, tooltip shown at 50: seen; an answer is still required.
+        let seen = ledger(&[cap(0, 0.0, 10.0), shown(50.0), cap(1, 100.0, 150.0)]);
+        let v = judge(&l, &seen);
+        assert!(
+            !v.achieved && v.detail.contains("no answer"),
+            "{}",
+            v.detail
+        );
+        let mut right = seen.clone();
+        right.events.push(answer(&m.value.to_string(), None));
+        assert!(judge(&l, &right).achieved, "{}", judge(&l, &right).detail);
+        let mut wrong = seen.clone();
+        wrong.events.push(answer("-1", None));
+        assert!(!judge(&l, &wrong).achieved);
+        // The right value, answered from capture 0, which did not show it: a value the
+        // agent never observed.
+        let mut unobserved = seen.clone();
+        unobserved
+            .events
+            .push(answer(&m.value.to_string(), Some(0)));
+        let v = judge(&l, &unobserved);
+        assert!(
+            !v.achieved && v.detail.contains("from an observation"),
+            "{}",
+            v.detail
+        );
+        let mut observed = seen.clone();
+        observed.events.push(answer(&m.value.to_string(), Some(1)));
+        assert!(judge(&l, &observed).achieved);
         // Captured before the tooltip appeared.
         let early = ledger(&[cap(1, 10.0, 40.0), shown(300.0)]);
         assert!(!judge(&l, &early).achieved);

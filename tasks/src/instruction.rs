@@ -67,6 +67,26 @@ impl Expectation {
     }
 }
 
+/// The number an observation's text shows right after `label: ` (the chart tooltip's
+/// `Mar: 57`), if any. What a reader of the observation can see, nothing more: the
+/// outcome policy and the scripted agent both read values this way.
+pub fn value_shown(text: &str, label: &str) -> Option<String> {
+    let needle = format!("{label}: ");
+    let mut from = 0;
+    while let Some(pos) = text[from..].find(&needle) {
+        let start = from + pos + needle.len();
+        let digits: String = text[start..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        if !digits.is_empty() {
+            return Some(digits);
+        }
+        from = start;
+    }
+    None
+}
+
 fn first_quoted(text: &str) -> Option<String> {
     let start = text.find('"')? + 1;
     let len = text[start..].find('"')?;
@@ -76,6 +96,20 @@ fn first_quoted(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn value_shown_reads_the_number_after_the_label() {
+        assert_eq!(
+            value_shown("Sales\nMar: 57\nJan", "Mar").as_deref(),
+            Some("57")
+        );
+        assert_eq!(
+            value_shown("Mar: none, Mar: 4.5", "Mar").as_deref(),
+            Some("4.5")
+        );
+        assert_eq!(value_shown("Mar 57", "Mar"), None);
+        assert_eq!(value_shown("Mars: 57", "Mar"), None);
+    }
 
     #[test]
     fn expectation_comes_from_the_instruction_text() {

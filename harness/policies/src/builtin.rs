@@ -210,7 +210,7 @@ fn judge_selection(selected: &[&str], label: &str, what: &str) -> Judgement {
 
 /// Looks for `label: <number>` in the observation text.
 fn judge_value_shown(text: &str, label: &str) -> Judgement {
-    if let Some(v) = value_after(text, label) {
+    if let Some(v) = faultline_tasks::instruction::value_shown(text, label) {
         return Judgement::new(
             Verdict::Success,
             format!("The observation shows {label}: {v}."),
@@ -231,23 +231,6 @@ fn judge_value_shown(text: &str, label: &str) -> Judgement {
             format!("No value for {label} is visible in the observation."),
         ),
     }
-}
-
-fn value_after(text: &str, label: &str) -> Option<String> {
-    let needle = format!("{label}: ");
-    let mut from = 0;
-    while let Some(pos) = text[from..].find(&needle) {
-        let start = from + pos + needle.len();
-        let digits: String = text[start..]
-            .chars()
-            .take_while(|c| c.is_ascii_digit() || *c == '.')
-            .collect();
-        if !digits.is_empty() {
-            return Some(digits);
-        }
-        from = start;
-    }
-    None
 }
 
 #[cfg(test)]

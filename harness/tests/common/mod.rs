@@ -14,6 +14,7 @@ pub fn config(layouts: u32, jobs: usize) -> ExperimentConfig {
             seed: None,
             layouts: Some(layouts),
             jobs: Some(jobs),
+            faults: None,
         },
     )
     .unwrap()
@@ -36,6 +37,7 @@ pub async fn run_into(
         seed: None,
         layouts: Some(layouts),
         jobs: Some(2),
+        faults: None,
     };
     let config = config::resolve(&text, &overrides).unwrap();
     faultline::runner::run(RunRequest {
@@ -45,6 +47,7 @@ pub async fn run_into(
         config_text: text,
         overrides,
         max_trials,
+        max_episodes: None,
         progress: false,
     })
     .await
