@@ -1,7 +1,7 @@
 //! Regenerates every output of a run from its database alone: the CSV tables, the plots
 //! and `report.md`. Same database and analysis config in, byte-identical files out.
 
-use crate::compare::{self, fmt4, format_p, AnalysisConfig, Comparison};
+use crate::compare::{self, fmt4, format_p, AnalysisConfig, Comparison, PairedOutcomes};
 use crate::db::{ResultsDb, TrialRow};
 use crate::plots::{self, ForestRow, HeatmapCell, PixelPoint, PlotLabels};
 use crate::stats::Estimate;
@@ -110,7 +110,7 @@ pub fn write_all(
     let forest_rows: Vec<ForestRow> = comparisons
         .iter()
         .filter_map(|c| {
-            c.difference.as_ref().map(|d| ForestRow {
+            c.paired.difference.as_ref().map(|d| ForestRow {
                 label: format!("{} − {}, {}", c.policy_b, c.policy_a, short_fault(&c.fault)),
                 point: d.point,
                 lower: d.lower,
@@ -254,6 +254,36 @@ fn rate(e: Option<&Estimate>) -> String {
     }
 }
 
+/// A paired comparison's Markdown cells: `n | mean A | mean B | difference [CI] | method |
+/// correlation | McNemar b/c | p`.
+fn paired_markdown_cells(p: &PairedOutcomes) -> String {
+    let (diff, method) = match &p.difference {
+        Some(d) => (
+            format!("{:+.3} [{:+.3}, {:+.3}]", d.point, d.lower, d.upper),
+            match &d.note {
+                Some(n) => format!("{} ({n})", d.method),
+                None => d.method.to_string(),
+            },
+        ),
+        None => (
+            format!("{:+.3}", p.mean_b - p.mean_a),
+            "fewer than 2 layouts: no interval".into(),
+        ),
+    };
+    format!(
+        "{} | {} | {} | {} | {} | {} | {}/{} | {}",
+        p.n,
+        fmt4(p.mean_a),
+        fmt4(p.mean_b),
+        diff,
+        method,
+        p.correlation.map(fmt4).unwrap_or_else(|| "–".into()),
+        p.mcnemar.b,
+        p.mcnemar.c,
+        format_p(p.mcnemar.p_value),
+    )
+}
+
 struct Sections<'a> {
     manifest: Option<&'a str>,
     cfg: &'a AnalysisConfig,
@@ -359,34 +389,13 @@ fn markdown(s: &Sections<'_>) -> Result<String> {
     md.push_str("## Paired comparisons\n\n");
     let _ = writeln!(md, "| scope | policies (B − A) | n | caught A | caught B | difference [{level} CI] | method | correlation | McNemar b/c | p |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|");
     for c in s.comparisons {
-        let (diff, method) = match &c.difference {
-            Some(d) => (
-                format!("{:+.3} [{:+.3}, {:+.3}]", d.point, d.lower, d.upper),
-                match &d.note {
-                    Some(n) => format!("{} ({n})", d.method),
-                    None => d.method.to_string(),
-                },
-            ),
-            None => (
-                format!("{:+.3}", c.mean_b - c.mean_a),
-                "fewer than 2 layouts: no interval".into(),
-            ),
-        };
         let _ = writeln!(
             md,
-            "| {} | {} − {} | {} | {} | {} | {} | {} | {} | {}/{} | {} |",
+            "| {} | {} − {} | {} |",
             short_fault(&c.fault),
             c.policy_b,
             c.policy_a,
-            c.n,
-            fmt4(c.mean_a),
-            fmt4(c.mean_b),
-            diff,
-            method,
-            c.correlation.map(fmt4).unwrap_or_else(|| "–".into()),
-            c.mcnemar.b,
-            c.mcnemar.c,
-            format_p(c.mcnemar.p_value),
+            paired_markdown_cells(&c.paired),
         );
     }
     md.push_str("\nHow to read it: each row compares two policies on the same fired faulty trials; the difference is B's caught rate minus A's, its interval resamples whole layouts so both policies see the same resample; b counts trials only B caught, c trials only A caught, and p is McNemar's exact two-sided test on them.\n\n");
