@@ -88,7 +88,7 @@ pub fn ci_columns(e: Option<&Estimate>) -> String {
     }
 }
 
-/// One paired comparison row.
+/// One paired comparison row of the detection experiment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
     /// `fault` for one fault, `all` for every fired faulty trial.
@@ -96,14 +96,8 @@ pub struct Comparison {
     pub fault: String,
     pub policy_a: String,
     pub policy_b: String,
-    pub n: usize,
-    pub clusters: usize,
-    pub mean_a: f64,
-    pub mean_b: f64,
-    /// `mean_b - mean_a` with its interval; `None` with fewer than two layouts.
-    pub difference: Option<Estimate>,
-    pub correlation: Option<f64>,
-    pub mcnemar: McNemar,
+    /// Caught rates of A and B on the same trials, B minus A.
+    pub paired: PairedOutcomes,
 }
 
 /// Per-trial caught outcome of each policy on fired faulty trials, keyed by trial.
@@ -151,58 +145,87 @@ pub fn comparisons(
     for (scope, fault) in &scopes {
         for (i, a) in policies.iter().enumerate() {
             for b in &policies[i + 1..] {
-                let mut rows: Vec<((String, u32), f64, f64)> = Vec::new();
-                let (mut xs, mut ys) = (Vec::new(), Vec::new());
-                for (t, caught) in &outcomes {
-                    if scope == "fault" && t.fault.as_deref() != Some(fault.as_str()) {
-                        continue;
-                    }
-                    let (Some(&ca), Some(&cb)) = (caught.get(a.as_str()), caught.get(b.as_str()))
-                    else {
-                        continue;
-                    };
-                    rows.push((
-                        (t.task.clone(), t.layout_index),
-                        f64::from(u8::from(ca)),
-                        f64::from(u8::from(cb)),
-                    ));
-                    xs.push(ca);
-                    ys.push(cb);
-                }
-                if rows.is_empty() {
+                let rows: Vec<((String, u32), bool, bool)> = outcomes
+                    .iter()
+                    .filter(|(t, _)| scope != "fault" || t.fault.as_deref() == Some(fault.as_str()))
+                    .filter_map(|(t, caught)| {
+                        let (&ca, &cb) = (caught.get(a.as_str())?, caught.get(b.as_str())?);
+                        Some(((t.task.clone(), t.layout_index), ca, cb))
+                    })
+                    .collect();
+                let seed = derive_seed(cfg.seed, &format!("{scope}/{fault}/{a}/{b}"));
+                let Some(paired) = paired_outcomes(&rows, cfg, seed) else {
                     continue;
-                }
-                let n = rows.len();
-                let mean_a = xs.iter().filter(|c| **c).count() as f64 / n as f64;
-                let mean_b = ys.iter().filter(|c| **c).count() as f64 / n as f64;
-                // B minus A: the later policy's gain over the earlier one.
-                let swapped: Vec<_> = rows.iter().map(|(k, x, y)| (k.clone(), *y, *x)).collect();
-                let sample = PairedSample::from_observations(swapped).ok();
-                let clusters = sample.as_ref().map_or(0, |s| s.num_clusters());
-                let boot = BootstrapConfig {
-                    resamples: cfg.resamples,
-                    level: cfg.level,
-                    seed: derive_seed(cfg.seed, &format!("{scope}/{fault}/{a}/{b}")),
                 };
-                let paired = sample.and_then(|s| paired_difference(&s, &boot).ok());
-                let mcnemar = mcnemar_from_outcomes(&ys, &xs).expect("aligned outcomes");
                 out.push(Comparison {
                     scope: scope.clone(),
                     fault: fault.clone(),
                     policy_a: a.clone(),
                     policy_b: b.clone(),
-                    n,
-                    clusters,
-                    mean_a,
-                    mean_b,
-                    correlation: paired.as_ref().and_then(|p| p.correlation),
-                    difference: paired.map(|p| p.estimate),
-                    mcnemar,
+                    paired,
                 });
             }
         }
     }
     out
+}
+
+/// Policy B against policy A on the same observations: the shared part of every paired
+/// comparison table (caught rate here, recovery success in `recovery`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairedOutcomes {
+    pub n: usize,
+    /// Distinct cluster keys (layouts) among the pairs.
+    pub clusters: usize,
+    pub mean_a: f64,
+    pub mean_b: f64,
+    /// `mean_b - mean_a` with its cluster-bootstrap interval; `None` with fewer than two
+    /// clusters.
+    pub difference: Option<Estimate>,
+    pub correlation: Option<f64>,
+    /// `b` counts pairs only B got right, `c` pairs only A got right.
+    pub mcnemar: McNemar,
+}
+
+/// Compares B with A on `(cluster, a, b)` pairs: the difference in means, B minus A, with
+/// a cluster bootstrap that resamples whole clusters (both policies on the same resample,
+/// seeded with `seed`), their correlation, and McNemar's exact test on the discordant
+/// pairs. `None` when there are no pairs.
+pub fn paired_outcomes<K: Ord + Clone>(
+    rows: &[(K, bool, bool)],
+    cfg: &AnalysisConfig,
+    seed: u64,
+) -> Option<PairedOutcomes> {
+    if rows.is_empty() {
+        return None;
+    }
+    let n = rows.len();
+    let xs: Vec<bool> = rows.iter().map(|r| r.1).collect();
+    let ys: Vec<bool> = rows.iter().map(|r| r.2).collect();
+    let mean_a = xs.iter().filter(|c| **c).count() as f64 / n as f64;
+    let mean_b = ys.iter().filter(|c| **c).count() as f64 / n as f64;
+    // B minus A: the later policy's gain over the earlier one.
+    let swapped = rows
+        .iter()
+        .map(|(k, x, y)| (k.clone(), f64::from(u8::from(*y)), f64::from(u8::from(*x))));
+    let sample = PairedSample::from_observations(swapped).ok();
+    let clusters = sample.as_ref().map_or(0, |s| s.num_clusters());
+    let boot = BootstrapConfig {
+        resamples: cfg.resamples,
+        level: cfg.level,
+        seed,
+    };
+    let paired = sample.and_then(|s| paired_difference(&s, &boot).ok());
+    let mcnemar = mcnemar_from_outcomes(&ys, &xs).expect("aligned outcomes");
+    Some(PairedOutcomes {
+        n,
+        clusters,
+        mean_a,
+        mean_b,
+        correlation: paired.as_ref().and_then(|p| p.correlation),
+        difference: paired.map(|p| p.estimate),
+        mcnemar,
+    })
 }
 
 /// A policy's caught rate pooled over every fired faulty trial, with the naive and the
@@ -237,38 +260,53 @@ pub fn pooled_caught(
         .collect()
 }
 
+/// The header of the columns [`paired_csv_columns`] fills, after a table's own key columns;
+/// `mean_a` and `mean_b` name the two means (e.g. `caught_a`).
+pub fn paired_csv_header(mean_a: &str, mean_b: &str) -> String {
+    format!("n,clusters,{mean_a},{mean_b},difference,ci_low,ci_high,ci_method,level,resamples,seed,correlation,mcnemar_b,mcnemar_c,mcnemar_p,note")
+}
+
+/// A paired comparison's CSV columns (see [`paired_csv_header`]): counts, both means, the
+/// difference with its interval and provenance, the correlation and McNemar's test.
+pub fn paired_csv_columns(p: &PairedOutcomes, cfg: &AnalysisConfig) -> String {
+    let d = p.difference.as_ref();
+    format!(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        p.n,
+        p.clusters,
+        fmt4(p.mean_a),
+        fmt4(p.mean_b),
+        fmt4(p.mean_b - p.mean_a),
+        ci_columns(d),
+        cfg.level.get(),
+        d.and_then(|e| e.resamples)
+            .map(|x| x.to_string())
+            .unwrap_or_default(),
+        d.and_then(|e| e.seed)
+            .map(|x| x.to_string())
+            .unwrap_or_default(),
+        p.correlation.map(fmt4).unwrap_or_default(),
+        p.mcnemar.b,
+        p.mcnemar.c,
+        format_p(p.mcnemar.p_value),
+        csv_field(d.and_then(|e| e.note.as_deref()).unwrap_or_default()),
+    )
+}
+
 pub fn comparisons_csv(rows: &[Comparison], cfg: &AnalysisConfig) -> String {
-    let mut out = String::from(
-        "scope,fault,policy_a,policy_b,n,clusters,caught_a,caught_b,difference,ci_low,ci_high,ci_method,level,resamples,seed,correlation,mcnemar_b,mcnemar_c,mcnemar_p,note\n",
+    let mut out = format!(
+        "scope,fault,policy_a,policy_b,{}\n",
+        paired_csv_header("caught_a", "caught_b")
     );
     for r in rows {
-        let d = r.difference.as_ref();
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{}",
             r.scope,
             csv_field(&r.fault),
             csv_field(&r.policy_a),
             csv_field(&r.policy_b),
-            r.n,
-            r.clusters,
-            fmt4(r.mean_a),
-            fmt4(r.mean_b),
-            fmt4(r.mean_b - r.mean_a),
-            ci_columns(d),
-            cfg.level.get(),
-            d.and_then(|e| e.resamples)
-                .map(|x| x.to_string())
-                .unwrap_or_default(),
-            d.and_then(|e| e.seed)
-                .map(|x| x.to_string())
-                .unwrap_or_default(),
-            r.correlation.map(fmt4).unwrap_or_default(),
-            r.mcnemar.b,
-            r.mcnemar.c,
-            format_p(r.mcnemar.p_value)
-                + ","
-                + &csv_field(d.and_then(|e| e.note.as_deref()).unwrap_or_default()),
+            paired_csv_columns(&r.paired, cfg),
         );
     }
     out
@@ -298,7 +336,7 @@ mod tests {
         let cfg = AnalysisConfig::for_run(1);
         let rows = comparisons(&trials, &verdicts, &policies, &faults, &cfg);
         assert_eq!(rows.len(), 2, "one fault row and one overall row");
-        let r = &rows[0];
+        let r = &rows[0].paired;
         assert_eq!((r.n, r.clusters), (4, 4));
         assert_eq!((r.mean_a, r.mean_b), (0.0, 1.0));
         // Outcome right and unverified wrong on all four: b = 4, c = 0, p = 2 * 0.5^4.

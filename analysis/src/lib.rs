@@ -6,6 +6,7 @@
 pub mod compare;
 pub mod db;
 pub mod plots;
+pub mod recovery;
 pub mod report;
 pub mod stats;
 pub mod tables;

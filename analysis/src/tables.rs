@@ -58,7 +58,7 @@ fn stage_rank(stage: &str) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-fn task_rank(task: &str) -> usize {
+pub(crate) fn task_rank(task: &str) -> usize {
     ["search", "grid", "frame", "chart"]
         .iter()
         .position(|s| *s == task)
@@ -66,7 +66,7 @@ fn task_rank(task: &str) -> usize {
 }
 
 /// Policies in the order given, then any others alphabetically.
-fn policy_rank(order: &[String], policy: &str) -> (usize, String) {
+pub(crate) fn policy_rank(order: &[String], policy: &str) -> (usize, String) {
     (
         order.iter().position(|p| p == policy).unwrap_or(usize::MAX),
         policy.to_string(),

@@ -27,6 +27,13 @@ pub enum StatsError {
         index: usize,
         value: f64,
     },
+    /// An outcome other than 0 or 1 where a proportion needs binary data.
+    #[error("observation {index} of cluster {cluster} is {value}, not 0 or 1")]
+    NotBinary {
+        cluster: usize,
+        index: usize,
+        value: f64,
+    },
     /// The method needs more clusters than the sample has (e.g. a one-cluster bootstrap).
     #[error("needs at least {needed} clusters, got {got}")]
     TooFewClusters { needed: usize, got: usize },

@@ -76,6 +76,9 @@ impl fmt::Display for Level {
 pub enum Method {
     /// Wilson score interval for a binomial proportion.
     Wilson,
+    /// Wilson score interval on the effective sample size `n / DEFF` of clustered trials
+    /// ([`clustered_wilson`](super::clustered_wilson)).
+    WilsonClustered,
     /// Clopper-Pearson "exact" interval for a binomial proportion.
     ClopperPearson,
     /// Percentile interval of a (cluster) bootstrap distribution.
@@ -91,6 +94,7 @@ impl Method {
     pub fn as_str(self) -> &'static str {
         match self {
             Method::Wilson => "wilson",
+            Method::WilsonClustered => "wilson-clustered",
             Method::ClopperPearson => "clopper-pearson",
             Method::BootstrapPercentile => "bootstrap-percentile",
             Method::BootstrapBca => "bootstrap-bca",
@@ -186,6 +190,7 @@ mod tests {
     fn method_tags_are_short_lowercase_and_match_display() {
         let all = [
             (Method::Wilson, "wilson"),
+            (Method::WilsonClustered, "wilson-clustered"),
             (Method::ClopperPearson, "clopper-pearson"),
             (Method::BootstrapPercentile, "bootstrap-percentile"),
             (Method::BootstrapBca, "bootstrap-bca"),

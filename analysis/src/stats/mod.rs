@@ -17,14 +17,16 @@
 //! resamples whole layouts ([`cluster_bootstrap`]), paired comparisons resample both
 //! policies with the very same layouts ([`paired_difference`]), and the analytic SE is
 //! cluster-robust ([`clustered_standard_error`]). Per-cell success rates with no cluster
-//! structure use [`Proportion::wilson`] or [`Proportion::clopper_pearson`]; [`mcnemar_exact`]
-//! tests whether two policies differ on the same episodes.
+//! structure use [`Proportion::wilson`] or [`Proportion::clopper_pearson`]; clustered success
+//! rates (repeated runs of one layout) use [`clustered_wilson`], Wilson on the effective
+//! sample size; [`mcnemar_exact`] tests whether two policies differ on the same episodes.
 //!
 //! Bootstraps are seeded ([`BootstrapConfig::seed`], ChaCha8), so a report rebuilt from
 //! the same results is bit-identical.
 
 mod bootstrap;
 mod cluster_se;
+mod clustered_proportion;
 mod error;
 mod estimate;
 mod mcnemar;
@@ -40,6 +42,9 @@ pub use bootstrap::{
     NOTE_BAD_ACCELERATION, NOTE_BCA_EDGE, NOTE_DEGENERATE, NOTE_INFINITE_BIAS,
 };
 pub use cluster_se::{clustered_standard_error, ClusteredStandardError};
+pub use clustered_proportion::{
+    clustered_wilson, ClusteredProportion, NOTE_CONSTANT_OUTCOMES, NOTE_ONE_CLUSTER,
+};
 pub use error::StatsError;
 pub use estimate::{Estimate, Level, Method};
 pub use mcnemar::{mcnemar_exact, mcnemar_from_outcomes, McNemar};

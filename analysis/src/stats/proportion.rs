@@ -48,26 +48,8 @@ impl Proportion {
     /// Wilson score interval: good coverage even near 0% and 100%, where the Wald interval
     /// collapses to a point. Uses the exact normal quantile.
     pub fn wilson(self, level: Level) -> Estimate {
-        let n = self.n as f64;
-        let p = self.p_hat();
-        let z = level.z();
-        let z2 = z * z;
-        let denom = 1.0 + z2 / n;
-        let centre = (p + z2 / (2.0 * n)) / denom;
-        let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denom;
-        // Exact at the edges and clamped elsewhere, so rounding can never put a bound
-        // outside [0, 1] or on the wrong side of p̂.
-        let lower = if self.successes == 0 {
-            0.0
-        } else {
-            (centre - half).clamp(0.0, p)
-        };
-        let upper = if self.successes == self.n {
-            1.0
-        } else {
-            (centre + half).clamp(p, 1.0)
-        };
-        self.estimate(p, lower, upper, level, Method::Wilson)
+        let (lower, upper) = wilson_bounds(self, self.n as f64, level);
+        self.estimate(self.p_hat(), lower, upper, level, Method::Wilson)
     }
 
     /// Clopper-Pearson interval from beta quantiles: guaranteed coverage at least `level`,
@@ -121,6 +103,35 @@ impl Proportion {
             note: None,
         }
     }
+}
+
+/// Wilson score bounds for `p̂ = successes / n`, taking the sample size in the variance to
+/// be `n_eff` (`n` itself for independent trials, less for clustered ones; need not be an
+/// integer, must be positive).
+///
+/// The bounds are the two roots of `|p̂ - π| = z·sqrt(π(1 - π) / n_eff)`, so a smaller
+/// `n_eff` gives an interval containing the larger one's: less information, wider interval.
+pub(crate) fn wilson_bounds(p: Proportion, n_eff: f64, level: Level) -> (f64, f64) {
+    let n = n_eff;
+    let p_hat = p.p_hat();
+    let z = level.z();
+    let z2 = z * z;
+    let denom = 1.0 + z2 / n;
+    let centre = (p_hat + z2 / (2.0 * n)) / denom;
+    let half = z * (p_hat * (1.0 - p_hat) / n + z2 / (4.0 * n * n)).sqrt() / denom;
+    // Exact at the edges and clamped elsewhere, so rounding can never put a bound
+    // outside [0, 1] or on the wrong side of p̂.
+    let lower = if p.successes == 0 {
+        0.0
+    } else {
+        (centre - half).clamp(0.0, p_hat)
+    };
+    let upper = if p.successes == p.n {
+        1.0
+    } else {
+        (centre + half).clamp(p_hat, 1.0)
+    };
+    (lower, upper)
 }
 
 /// Quantile of Beta(a, b); callers guarantee a, b >= 1 and 0 < q < 1.

@@ -19,6 +19,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
+use super::proportion::wilson_bounds;
 use super::*;
 
 const RESAMPLES: usize = 1_000;
@@ -43,6 +44,21 @@ fn mixed_binary_sample() -> impl Strategy<Value = ClusteredSample> {
 fn real_sample() -> impl Strategy<Value = ClusteredSample> {
     prop::collection::vec(prop::collection::vec(-10.0f64..10.0, 1..=15), 2..=12)
         .prop_map(|cs| ClusteredSample::new(cs).expect("generator makes valid samples"))
+}
+
+/// 1..=15 clusters of 1..=12 binary outcomes, each cluster with its own success rate (so
+/// anything from independent-looking to all-or-nothing clusters), unanimous samples kept.
+fn any_binary_sample() -> impl Strategy<Value = ClusteredSample> {
+    prop::collection::vec(
+        (0.0f64..=1.0, 1usize..=12)
+            .prop_flat_map(|(rate, size)| prop::collection::vec(prop::bool::weighted(rate), size)),
+        1..=15,
+    )
+    .prop_map(|cs| ClusteredSample::from_binary(cs).expect("generator makes valid samples"))
+}
+
+fn successes(s: &ClusteredSample) -> u64 {
+    s.clusters().iter().flatten().filter(|&&x| x == 1.0).count() as u64
 }
 
 fn cluster_means(s: &ClusteredSample) -> Vec<f64> {
@@ -192,5 +208,49 @@ proptest! {
         if let Some(r) = d.correlation {
             prop_assert!((-1.0..=1.0).contains(&r));
         }
+    }
+
+    #[test]
+    fn clustered_wilson_brackets_the_point_within_the_unit_interval(
+        s in any_binary_sample(),
+        level in 0.5f64..0.999,
+    ) {
+        let r = clustered_wilson(&s, Level::new(level).unwrap()).unwrap();
+        let e = &r.estimate;
+        let (n, c) = (s.n() as f64, s.num_clusters() as f64);
+        prop_assert_eq!(e.point, successes(&s) as f64 / n);
+        prop_assert!(0.0 <= e.lower && e.lower <= e.point && e.point <= e.upper && e.upper <= 1.0, "{:?}", r);
+        prop_assert!(c <= r.n_effective && r.n_effective <= n, "{:?}", r);
+        prop_assert!(1.0 <= r.design_effect && r.design_effect <= n / c, "{:?}", r);
+        prop_assert_eq!((e.n, e.clusters, e.method), (s.n(), Some(s.num_clusters()), Method::WilsonClustered));
+    }
+
+    #[test]
+    fn clustered_wilson_is_never_narrower_than_plain_wilson(s in any_binary_sample()) {
+        // n_eff <= n, and Wilson intervals are nested in the sample size.
+        let r = clustered_wilson(&s, Level::default()).unwrap();
+        let plain = Proportion::new(successes(&s), s.n() as u64).unwrap().wilson(Level::default());
+        prop_assert!(r.estimate.lower <= plain.lower + 1e-12, "{:?} vs {:?}", r, plain);
+        prop_assert!(r.estimate.upper >= plain.upper - 1e-12, "{:?} vs {:?}", r, plain);
+        if s.clusters().iter().all(|c| c.len() == 1) {
+            prop_assert_eq!((r.estimate.lower, r.estimate.upper), (plain.lower, plain.upper));
+            prop_assert_eq!(r.estimate.note, None);
+        }
+    }
+
+    #[test]
+    fn wilson_widens_as_the_effective_sample_shrinks(
+        (x, n) in (1u64..=2_000).prop_flat_map(|n| (0..=n, Just(n))),
+        fractions in (0.001f64..=1.0, 0.001f64..=1.0),
+        level in 0.5f64..0.999,
+    ) {
+        let p = Proportion::new(x, n).unwrap();
+        let level = Level::new(level).unwrap();
+        let (small, large) = (fractions.0.min(fractions.1), fractions.0.max(fractions.1));
+        let (lo_s, hi_s) = wilson_bounds(p, small * n as f64, level);
+        let (lo_l, hi_l) = wilson_bounds(p, large * n as f64, level);
+        prop_assert!(lo_s <= lo_l + 1e-12 && hi_l <= hi_s + 1e-12,
+            "n_eff {} gives [{}, {}], n_eff {} gives [{}, {}]",
+            small * n as f64, lo_s, hi_s, large * n as f64, lo_l, hi_l);
     }
 }
