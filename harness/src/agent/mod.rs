@@ -19,6 +19,7 @@
 //! | `openai` | any OpenAI-compatible chat-completions endpoint, through a cassette |
 
 pub mod cassette;
+pub mod chat_mock;
 pub mod openai;
 pub mod scripted;
 
