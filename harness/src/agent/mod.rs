@@ -17,6 +17,8 @@
 //! | `replay` | the recorded decision, nothing more: it stops at once |
 //! | `scripted` | a transparent rule-based baseline ([`scripted::ScriptedAgent`]) |
 //! | `openai` | any OpenAI-compatible chat-completions endpoint, through a cassette |
+//!
+//! [`chat_mock`] is an in-process mock of that endpoint: a test double, not a model.
 
 pub mod cassette;
 pub mod chat_mock;

@@ -890,6 +890,22 @@ mod tests {
     }
 
     #[test]
+    fn an_https_client_builds_with_the_ring_provider() {
+        // reqwest has no provider of its own here: building a TLS-capable client
+        // panics unless ours was installed.
+        let cfg = OpenAiConfig {
+            base_url: "https://api.openai.com/v1".to_string(),
+            ..OpenAiConfig::default()
+        };
+        let cassette = Arc::new(Cassette::in_memory(
+            crate::agent::cassette::CassetteMode::Replay,
+        ));
+        let agent = OpenAiAgent::new(cfg, cassette).unwrap();
+        assert_eq!(agent.endpoint, "https://api.openai.com/v1/chat/completions");
+        assert!(rustls::crypto::CryptoProvider::get_default().is_some());
+    }
+
+    #[test]
     fn the_key_type_redacts_itself() {
         let mut header = HeaderValue::from_static("Bearer sk-secret-1");
         header.set_sensitive(true);
