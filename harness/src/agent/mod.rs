@@ -17,8 +17,11 @@
 //! | `replay` | the recorded decision, nothing more: it stops at once |
 //! | `scripted` | a transparent rule-based baseline ([`scripted::ScriptedAgent`]) |
 //! | `openai` | any OpenAI-compatible chat-completions endpoint, through a cassette |
+//!
+//! [`chat_mock`] is an in-process mock of that endpoint: a test double, not a model.
 
 pub mod cassette;
+pub mod chat_mock;
 pub mod openai;
 pub mod scripted;
 
