@@ -28,9 +28,13 @@
 mod catalogue;
 mod plan;
 pub mod select;
+pub mod site;
 mod witness;
 
 pub use catalogue::{Fault, FaultSpec, Layer, Mechanism, Stage};
-pub use plan::{FaultPlan, FeedbackContext, LEAKED_TOKEN, NO_CHANGE_MESSAGE};
+pub use plan::{
+    target_rect, BeforeAct, FaultPlan, FeedbackContext, FALSE_CLAIM, LEAKED_TOKEN,
+    NO_CHANGE_MESSAGE, RESULTS_MARKER,
+};
 pub use select::select;
 pub use witness::Witness;

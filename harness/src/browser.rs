@@ -531,6 +531,37 @@ impl TrialPage {
         Ok(())
     }
 
+    /// Whether keyboard input would reach an editable element (an input, a textarea, a
+    /// contenteditable), looking into same-origin frames.
+    pub async fn has_editable_focus(&self) -> Result<bool> {
+        const JS: &str = r#"(() => {
+          let a = document.activeElement;
+          while (a && a.tagName === 'IFRAME') { try { a = a.contentDocument.activeElement; } catch (e) { break; } }
+          if (!a) return false;
+          if (a.isContentEditable) return true;
+          if (a.tagName === 'TEXTAREA') return !a.disabled && !a.readOnly;
+          if (a.tagName !== 'INPUT') return false;
+          const t = (a.type || 'text').toLowerCase();
+          return !['button', 'submit', 'reset', 'checkbox', 'radio', 'file', 'image', 'range', 'color', 'hidden'].includes(t) && !a.disabled && !a.readOnly;
+        })()"#;
+        Ok(self.eval(JS).await? == serde_json::Value::Bool(true))
+    }
+
+    /// Changes the emulated viewport without changing what the harness believes it is
+    /// ([`Self::viewport`]): the layout fault's way of moving the page under the harness.
+    pub async fn emulate_viewport(&self, size: Size) -> Result<()> {
+        self.page
+            .execute(SetDeviceMetricsOverrideParams::new(
+                i64::from(size.width),
+                i64::from(size.height),
+                1.0,
+                false,
+            ))
+            .await
+            .context("changing the viewport")?;
+        Ok(())
+    }
+
     /// The tag name of the top document's element at a viewport point.
     pub async fn element_tag_at(&self, p: Point) -> Result<Option<String>> {
         let v = self

@@ -74,6 +74,7 @@ pub struct RecoveryFile {
 pub struct TimingFile {
     pub settle_ms: Option<u64>,
     pub hover_settle_ms: Option<u64>,
+    pub navigation_timeout_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -281,7 +282,7 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         Some(j) => j,
     };
     let tasks = match &file.tasks {
-        None => TaskKind::ALL.to_vec(),
+        None => TaskKind::REFERENCE.to_vec(),
         Some(list) => {
             let mut out = Vec::new();
             for t in list {
@@ -342,7 +343,19 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
             .as_ref()
             .and_then(|t| t.hover_settle_ms)
             .unwrap_or(defaults.hover_settle_ms),
+        navigation_timeout_ms: file
+            .timing
+            .as_ref()
+            .and_then(|t| t.navigation_timeout_ms)
+            .unwrap_or(defaults.navigation_timeout_ms),
     };
+    if timing.navigation_timeout_ms < 500 || timing.navigation_timeout_ms > 60_000 {
+        bail!(
+            "{}: expected a navigation timeout between 500 and 60000 ms, found {}",
+            at("timing.navigation_timeout_ms"),
+            timing.navigation_timeout_ms
+        );
+    }
     if timing.hover_settle_ms > 10_000 || timing.settle_ms > 10_000 {
         bail!(
             "{}: settle times above 10000 ms are almost certainly a typo",

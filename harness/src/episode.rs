@@ -116,6 +116,8 @@ pub struct EpisodeResult {
     /// Browser actions the agent took after the recorded decision.
     pub browser_actions: u32,
     pub fired: bool,
+    /// What the fault layer recorded on the site (network and page faults), if it fired.
+    pub site_witness: Option<Witness>,
     pub truth: Truth,
     pub ledger: faultline_sites::Ledger,
     pub detected_at_first_step: bool,
@@ -141,10 +143,17 @@ pub async fn run_episode(env: &TrialEnv, spec: &EpisodeSpec<'_>) -> Result<Episo
     let started = Instant::now();
     let layout = spec.decision.layout();
     let scope = Scope::random();
+    crate::trial::arm_site(env, &scope, Some(&spec.fault), &layout);
     let mut page = env.pages.take().await?;
     let result = async {
         page.goto(&env.server.page_url(&scope, &layout)).await?;
-        let mut rt = RoundTrip::new(&mut page, Some(spec.fault), spec.decision.image, env.timing);
+        let mut rt = RoundTrip::new(
+            &mut page,
+            &layout,
+            Some(spec.fault),
+            spec.decision.image,
+            env.timing,
+        );
         let (before, before_state) = rt
             .observe_now()
             .await
@@ -160,11 +169,14 @@ pub async fn run_episode(env: &TrialEnv, spec: &EpisodeSpec<'_>) -> Result<Episo
         let out = ep.drive(&mut rt, before.clone(), before_state).await?;
         rt.page.flush_ledger().await?;
         ep.note_captures(&rt);
+        let site = crate::trial::disarm_site(env, &scope, Some(&spec.fault));
         let (ledger, truth) = env.scorer.score(&scope, &layout);
         Ok(EpisodeResult {
             before,
             truth,
             ledger,
+            fired: out.fired || site.is_some(),
+            site_witness: site,
             duration_ms: started.elapsed().as_secs_f64() * 1000.0,
             ..out
         })
@@ -172,7 +184,8 @@ pub async fn run_episode(env: &TrialEnv, spec: &EpisodeSpec<'_>) -> Result<Episo
     .await;
     tokio::spawn(page.close());
     if result.is_err() {
-        // Whatever the error, the scope must not keep its ledger in memory.
+        // Whatever the error, the scope must not keep its ledger or its arming.
+        let _ = env.server.disarm(&scope);
         let _ = env.scorer.score(&scope, &layout);
     }
     result
@@ -233,7 +246,8 @@ impl Episode<'_> {
         let mut model_calls = 0u32;
         let mut usage_total: Option<TokenUsage> = None;
         let mut first: Option<(Verdict, bool)> = None;
-        let mut reply = spec.decision.reply.clone();
+        // A self-report fault rewrites what the recorded agent replied.
+        let (mut reply, mut decision_witness) = spec.fault.on_decision(&spec.decision.reply);
         let mut reply_usage: Option<TokenUsage> = None;
         let mut error = None;
 
@@ -262,7 +276,7 @@ impl Episode<'_> {
 
             // --- parse stage (the fault is armed: a parse fault acts on every reply) ---
             let (actions, parse_witness) = match parse_stage(&reply, Some(&spec.fault)) {
-                Ok(v) => v,
+                Ok((a, w)) => (a, decision_witness.take().or(w)),
                 Err(e) => {
                     record.parse_error = Some(e.0.clone());
                     record.tool_message = e.to_string();
@@ -412,6 +426,7 @@ impl Episode<'_> {
             error,
             browser_actions: spent,
             fired,
+            site_witness: None,
             truth,
             ledger: Default::default(),
             detected_at_first_step,

@@ -4,7 +4,8 @@
 //! instruction through CDP (the element's box as the browser laid it out), converts its
 //! centre to image coordinates, and writes a model-style reply. For the chart it hovers,
 //! waits for the tooltip and reads the value from the observation text, exactly as a
-//! model would read it from the screenshot. Each decision is then replayed on a fresh
+//! model would read it from the screenshot. For the form it types the note and clicks
+//! Save; for the select it opens the menu and moves to the option with the arrow keys. Each decision is then replayed on a fresh
 //! clean page and kept only if the ledger confirms it succeeded.
 
 use crate::roundtrip::RoundTrip;
@@ -29,6 +30,8 @@ async fn locate(page: &crate::browser::TrialPage, layout: &Layout) -> Result<Poi
                if (!row) return null; const r = row.getBoundingClientRect();
                return [fr.left + r.left + r.width / 2, fr.top + r.top + r.height / 2]; }})()"
         ),
+        TaskKind::Form => "(() => { const b = document.getElementById('save'); if (!b) return null; const r = b.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()".to_string(),
+        TaskKind::Select => "(() => { const s = document.getElementById('speed'); if (!s) return null; const r = s.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()".to_string(),
         TaskKind::Chart => format!(
             "(() => {{ const label = Array.from(document.querySelectorAll('.axis')).find((e) => e.textContent.trim() === {target});
                if (!label) return null; const lr = label.getBoundingClientRect(); const cx = lr.left + lr.width / 2;
@@ -65,10 +68,26 @@ async fn oracle_reply(env: &TrialEnv, layout: &Layout) -> Result<String> {
         let (x, y) = (p.x.round(), p.y.round());
         match layout.task {
             TaskKind::Grid | TaskKind::Frame => Ok(format!("click({x}, {y})")),
+            TaskKind::Form => Ok(format!(
+                "type({})\nclick({x}, {y})",
+                serde_json::to_string(layout.target())?
+            )),
+            TaskKind::Select => {
+                // Open the menu, move from the current option to the target, commit.
+                let faultline_tasks::layout::LayoutSpec::Select(s) = &layout.spec else {
+                    unreachable!("select layouts are select specs")
+                };
+                let (from, to) = (s.initial as i64, s.target_index() as i64);
+                let key = if to > from { "ArrowDown" } else { "ArrowUp" };
+                let mut lines = vec![format!("click({x}, {y})")];
+                lines.extend((0..(to - from).abs()).map(|_| format!("press(\"{key}\")")));
+                lines.push("press(\"Enter\")".into());
+                Ok(lines.join("\n"))
+            }
             TaskKind::Chart => {
                 // Hover like a model would and read the tooltip from the observation.
                 let hover = format!("hover({x}, {y})");
-                let mut rt = RoundTrip::new(&mut page, None, image, env.timing);
+                let mut rt = RoundTrip::new(&mut page, layout, None, image, env.timing);
                 let step = rt
                     .step(&hover)
                     .await?

@@ -11,9 +11,9 @@
 
 use crate::browser::TrialPage;
 use anyhow::Result;
-use faultline_faults::{FaultPlan, FeedbackContext, Witness};
+use faultline_faults::{BeforeAct, FaultPlan, FeedbackContext, Witness};
 use faultline_policies::{Observation, PageState};
-use faultline_tasks::{parse_reply, Action, Point, Size};
+use faultline_tasks::{parse_reply, Action, Layout, Point, Size};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -33,6 +33,9 @@ pub struct Timing {
     pub settle_ms: u64,
     /// Wait after a hover before observing (tooltips need time).
     pub hover_settle_ms: u64,
+    /// How long the observe stage waits for a navigation the action started before it
+    /// reports the page as not loaded and observes what is there.
+    pub navigation_timeout_ms: u64,
 }
 
 impl Default for Timing {
@@ -40,6 +43,7 @@ impl Default for Timing {
         Timing {
             settle_ms: 120,
             hover_settle_ms: 1400,
+            navigation_timeout_ms: 4000,
         }
     }
 }
@@ -108,11 +112,15 @@ pub struct RoundTrip<'a> {
     pub timing: Timing,
     /// Every capture so far; the trial hands them to the ledger.
     pub marks: Vec<CaptureMark>,
+    /// The layout on the page (for faults whose parameters depend on it).
+    layout: Layout,
+    before_act_done: bool,
 }
 
 impl<'a> RoundTrip<'a> {
     pub fn new(
         page: &'a mut TrialPage,
+        layout: &Layout,
         fault: Option<FaultPlan>,
         image: Size,
         timing: Timing,
@@ -123,6 +131,32 @@ impl<'a> RoundTrip<'a> {
             image,
             timing,
             marks: Vec::new(),
+            layout: layout.clone(),
+            before_act_done: false,
+        }
+    }
+
+    /// What the environment does between the observation and the first action (a
+    /// layout shift, a viewport change), with its witness when the harness made it.
+    async fn before_act(&mut self) -> Result<Option<Witness>> {
+        let Some(fault) = &self.fault else {
+            return Ok(None);
+        };
+        match fault.before_act(self.page.viewport(), &self.layout) {
+            None => Ok(None),
+            Some(BeforeAct::PageHook) => {
+                self.page
+                    .eval("window.__fl_before_act ? (window.__fl_before_act(), true) : false")
+                    .await?;
+                Ok(None)
+            }
+            Some(BeforeAct::Viewport { width, height }) => {
+                let before = self.page.viewport();
+                let after = Size::new(width, height);
+                // Behind the harness's back: its own idea of the viewport stays as it was.
+                self.page.emulate_viewport(after).await?;
+                Ok(fault.viewport_witness(before, after))
+            }
         }
     }
 
@@ -171,11 +205,17 @@ impl<'a> RoundTrip<'a> {
         parse_witness: Option<Witness>,
     ) -> Result<StepOutcome> {
         let mut witness = parse_witness;
+        if !self.before_act_done {
+            self.before_act_done = true;
+            witness = witness.or(self.before_act().await?);
+        }
         let mut executed = Vec::new();
-        let mut messages = Vec::new();
+        // Per action: the honest message, and the one it would have been on success.
+        let mut messages: Vec<(String, String)> = Vec::new();
         let mut answer = None;
         let mut stop = false;
         let mut last_pointer_into_iframe = false;
+        let mut last_click = None;
         let mut hovered = false;
         // The page clock at the hover, read only when the observe fault needs it.
         let mut hover_clock: Option<f64> = None;
@@ -194,21 +234,33 @@ impl<'a> RoundTrip<'a> {
                 }
                 None => None,
             };
-            let message = match action {
+            let dispatch_error = self
+                .fault
+                .as_ref()
+                .and_then(|f| f.fails_dispatch(action, viewport_point));
+            let (honest, nominal) = match action {
                 Action::Click { .. } => {
                     let p = viewport_point.expect("clicks have points");
-                    // The feedback fault's condition is the harness's own hit test; an
-                    // honest tool does not need it, so it is only paid for when asked.
-                    if self
-                        .fault
-                        .as_ref()
-                        .is_some_and(FaultPlan::needs_iframe_hit_test)
-                    {
-                        last_pointer_into_iframe =
-                            self.page.element_tag_at(p).await?.as_deref() == Some("IFRAME");
+                    let ok = format!("Clicked at {p}.");
+                    last_click = Some(p);
+                    match dispatch_error {
+                        Some(e) => (e, ok),
+                        None => {
+                            // The feedback fault's condition is the harness's own hit
+                            // test; an honest tool does not need it, so it is only paid
+                            // for when asked.
+                            if self
+                                .fault
+                                .as_ref()
+                                .is_some_and(FaultPlan::needs_iframe_hit_test)
+                            {
+                                last_pointer_into_iframe =
+                                    self.page.element_tag_at(p).await?.as_deref() == Some("IFRAME");
+                            }
+                            self.page.click(p).await?;
+                            (ok.clone(), ok)
+                        }
                     }
-                    self.page.click(p).await?;
-                    format!("Clicked at {}.", p)
                 }
                 Action::Hover { .. } => {
                     let p = viewport_point.expect("hovers have points");
@@ -222,68 +274,59 @@ impl<'a> RoundTrip<'a> {
                     {
                         hover_clock = Some(self.page.page_now().await?);
                     }
-                    format!("Moved the mouse to {}.", p)
+                    let m = format!("Moved the mouse to {p}.");
+                    (m.clone(), m)
                 }
                 Action::Type { text } => {
-                    self.page.insert_text(text).await?;
-                    format!("Typed {text:?}.")
+                    let ok = format!("Typed {text:?}.");
+                    // An honest tool says so when the keystrokes would go nowhere.
+                    if self.page.has_editable_focus().await? {
+                        self.page.insert_text(text).await?;
+                        (ok.clone(), ok)
+                    } else {
+                        (
+                            "Error: nothing has keyboard focus; the text was not typed.".into(),
+                            ok,
+                        )
+                    }
                 }
-                Action::Press { key } => match self.page.press(key).await {
-                    Ok(()) => format!("Pressed {key}."),
-                    Err(e) => format!("Error: {e}"),
-                },
+                Action::Press { key } => {
+                    let ok = format!("Pressed {key}.");
+                    match self.page.press(key).await {
+                        Ok(()) => (ok.clone(), ok),
+                        Err(e) => (format!("Error: {e}"), ok),
+                    }
+                }
                 Action::Scroll { dx, dy } => {
                     self.page.scroll(*dx, *dy).await?;
-                    format!("Scrolled by ({dx}, {dy}).")
+                    let m = format!("Scrolled by ({dx}, {dy}).");
+                    (m.clone(), m)
                 }
                 Action::Wait { ms } => {
                     tokio::time::sleep(Duration::from_millis(*ms)).await;
                     waited_ms += ms;
-                    format!("Waited {ms} ms.")
+                    let m = format!("Waited {ms} ms.");
+                    (m.clone(), m)
                 }
                 Action::Answer { value } => {
                     answer = Some(value.clone());
-                    format!("Answered {value:?}.")
+                    let m = format!("Answered {value:?}.");
+                    (m.clone(), m)
                 }
                 Action::Stop => {
                     stop = true;
-                    "Stopped.".to_string()
+                    ("Stopped.".to_string(), "Stopped.".to_string())
                 }
             };
-            messages.push(message.clone());
             executed.push(Executed {
                 action: action.clone(),
                 viewport_point,
-                message,
+                message: honest.clone(),
             });
+            messages.push((honest, nominal));
         }
 
-        // --- feedback stage ---
-        let honest = messages
-            .iter()
-            .zip(&actions)
-            .filter(|(_, a)| a.is_browser_action())
-            .map(|(m, _)| m.as_str())
-            .collect::<Vec<_>>()
-            .join(" ");
-        let honest = if honest.is_empty() {
-            messages.join(" ")
-        } else {
-            honest
-        };
-        let tool_message = match &self.fault {
-            Some(f) => {
-                let (m, w) = f.on_feedback(&FeedbackContext {
-                    honest: &honest,
-                    clicked_into_iframe: last_pointer_into_iframe,
-                });
-                witness = witness.or(w);
-                m
-            }
-            None => honest,
-        };
-
-        // --- observe stage ---
+        // --- settle, then wait for any navigation the actions started ---
         let browser_acted = actions.iter().any(Action::is_browser_action);
         let skip_hover_settle = self
             .fault
@@ -311,9 +354,51 @@ impl<'a> RoundTrip<'a> {
                 Action::Click { .. } | Action::Press { .. } | Action::Type { .. }
             )
         });
+        let mut load_error = None;
         if may_navigate {
-            self.page.wait_ready(Duration::from_secs(10)).await?;
+            let limit = Duration::from_millis(self.timing.navigation_timeout_ms);
+            if self.page.wait_ready(limit).await.is_err() {
+                load_error = Some(format!(
+                    "Error: the page did not finish loading within {:.1} s.",
+                    limit.as_secs_f64()
+                ));
+            }
         }
+
+        // --- feedback stage ---
+        let join = |pick: fn(&(String, String)) -> &str| {
+            let browser: Vec<&str> = messages
+                .iter()
+                .zip(&actions)
+                .filter(|(_, a)| a.is_browser_action())
+                .map(|(m, _)| pick(m))
+                .collect();
+            if browser.is_empty() {
+                messages.iter().map(pick).collect::<Vec<_>>().join(" ")
+            } else {
+                browser.join(" ")
+            }
+        };
+        let mut honest = join(|m| &m.0);
+        let nominal = join(|m| &m.1);
+        if let Some(e) = &load_error {
+            honest = format!("{honest} {e}");
+        }
+        let tool_message = match &self.fault {
+            Some(f) => {
+                let (m, w) = f.on_feedback(&FeedbackContext {
+                    honest: &honest,
+                    nominal: &nominal,
+                    clicked_into_iframe: last_pointer_into_iframe,
+                    last_click,
+                });
+                witness = witness.or(w);
+                m
+            }
+            None => honest,
+        };
+
+        // --- observe stage ---
         let capture = self.capture().await?;
         if let (Some(hover_at), Some(fault)) = (hover_clock, &self.fault) {
             // Witness: read from the page itself when the tooltip appeared, waiting at

@@ -126,22 +126,30 @@ pub async fn run_trial(
     let layout = decision.layout();
     let instruction = layout.instruction();
     let scope = Scope::random();
+    // A self-report fault rewrites what the agent replied; a site fault is armed on the
+    // scope before the page loads.
+    let (reply, reply_witness) = match &fault {
+        Some(f) => f.on_decision(&decision.reply),
+        None => (decision.reply.clone(), None),
+    };
+    arm_site(env, &scope, fault.as_ref(), &layout);
     let mut page = env.pages.take().await?;
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "page open");
     let result = async {
         page.goto(&env.server.page_url(&scope, &layout)).await?;
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "loaded");
-        let mut rt = RoundTrip::new(&mut page, fault, decision.image, env.timing);
+        let mut rt = RoundTrip::new(&mut page, &layout, fault, decision.image, env.timing);
         let (before, before_state) = rt
             .observe_now()
             .await
             .context("observing before the action")?;
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "observed before");
-        let step = rt.step(&decision.reply).await?;
+        let step = rt.step(&reply).await?;
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "stepped");
         let step = match step {
             Ok(s) => s,
             Err(parse_error) => {
+                let _ = env.server.disarm(&scope);
                 let (ledger, truth) = env.scorer.score(&scope, &layout);
                 return Ok(TrialResult {
                     actions: Vec::new(),
@@ -184,6 +192,9 @@ pub async fn run_trial(
             env.scorer
                 .note_answer(&scope, answer, Some(step.after_capture));
         }
+        let witness = reply_witness
+            .or(step.witness)
+            .or(disarm_site(env, &scope, fault.as_ref()));
         let (ledger, truth) = env.scorer.score(&scope, &layout);
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "scored");
         Ok(TrialResult {
@@ -198,7 +209,7 @@ pub async fn run_trial(
             observation_text: step.after.text,
             before_png: before.png,
             after_png: step.after.png,
-            witness: step.witness,
+            witness,
             judgements,
             ledger,
             truth,
@@ -209,5 +220,29 @@ pub async fn run_trial(
     .await;
     // Closing a context takes a few round trips; nothing waits for it.
     tokio::spawn(page.close());
+    if result.is_err() {
+        let _ = env.server.disarm(&scope);
+    }
     result
+}
+
+/// Arms the site side of a fault on the scope, if it has one.
+pub fn arm_site(env: &TrialEnv, scope: &Scope, fault: Option<&FaultPlan>, layout: &Layout) {
+    if let Some(injection) = fault.and_then(|f| f.site(layout)) {
+        env.server.arm(scope, injection);
+    }
+}
+
+/// Disarms the scope and turns what the fault layer recorded there into the trial's
+/// witness, when one of its events is the fault firing.
+pub fn disarm_site(env: &TrialEnv, scope: &Scope, fault: Option<&FaultPlan>) -> Option<Witness> {
+    let events = env.server.disarm(scope);
+    let fault = fault?;
+    let first = events.iter().find(|e| e.fires)?;
+    let summary = format!("{}: {}", first.kind, first.data);
+    Some(Witness::new(
+        fault.id(),
+        summary,
+        serde_json::json!({ "site_events": events }),
+    ))
 }

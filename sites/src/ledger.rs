@@ -145,7 +145,7 @@ impl LedgerStore {
         });
     }
 
-    fn snapshot(&self, scope: &str) -> Ledger {
+    pub(crate) fn snapshot(&self, scope: &str) -> Ledger {
         let scopes = self.scopes.lock().expect("ledger lock");
         Ledger {
             scope: scope.to_string(),

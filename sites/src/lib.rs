@@ -9,16 +9,29 @@
 //! | `/s/{scope}/search/results?q=..&layout=I&seed=S` | search results (records the submission) |
 //! | `/s/{scope}/frame/orders?layout=I&seed=S` | the orders table inside the frame page |
 //! | `POST /s/{scope}/event` | page-sent ledger events |
+//! | `/s/{scope}/form`, `POST /s/{scope}/form/save` | the notes form and its idempotent write |
+//! | `/s/{scope}/select` | the checkout page with its native `<select>` |
+//! | `/s/{scope}/login`, `/s/{scope}/decoy` | where an expired session and a decoy popup lead |
+//! | `/s/{scope}/static/grid.js`, `grid.css`, `save.png` | per-scope subresources (faults can refuse or delay them) |
+//! | `POST /s/{scope}/witness` | the fault layer's page-side witness channel (armed scopes only) |
 //! | `GET /api/ledger/{scope}` | the scope's ledger; needs `Authorization: Bearer <key>` |
+//!
+//! A fault is armed on a scope by the harness, in process ([`FixtureServer::arm`]);
+//! nothing in a URL says so.
 //!
 //! The server binds `127.0.0.1` on an ephemeral port unless told otherwise.
 
+pub mod anomalies;
 mod ledger;
 pub mod pages;
 pub mod truth;
 
+pub use anomalies::SiteWitness;
 pub use ledger::{Ledger, LedgerEvent, LedgerKey, Scope};
 pub use truth::{judge, Truth};
+
+use anomalies::{FaultBoard, NetworkState};
+use faultline_faults::site::SiteInjection;
 
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -38,11 +51,13 @@ use tokio::task::JoinHandle;
 struct AppState {
     store: Arc<LedgerStore>,
     secret: Arc<[u8; 32]>,
+    board: Arc<FaultBoard>,
 }
 
 /// A running fixture server.
 pub struct FixtureServer {
     addr: SocketAddr,
+    board: Arc<FaultBoard>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
 }
@@ -53,24 +68,30 @@ impl FixtureServer {
     pub async fn start(bind: SocketAddr) -> std::io::Result<(FixtureServer, LedgerKey)> {
         let store = Arc::new(LedgerStore::new());
         let secret: [u8; 32] = rand::random();
+        let board = Arc::new(FaultBoard::new());
         let state = AppState {
             store: store.clone(),
             secret: Arc::new(secret),
+            board: board.clone(),
         };
         let listener = tokio::net::TcpListener::bind(bind).await?;
         let addr = listener.local_addr()?;
         let (tx, rx) = oneshot::channel::<()>();
         let app = router(state);
+        let stopping = board.clone();
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app)
                 .with_graceful_shutdown(async move {
                     let _ = rx.await;
+                    // Let hung requests go, so shutdown does not wait for them.
+                    let _ = stopping.stopping.send(true);
                 })
                 .await;
         });
         Ok((
             FixtureServer {
                 addr,
+                board,
                 shutdown: Some(tx),
                 task: Some(task),
             },
@@ -103,8 +124,19 @@ impl FixtureServer {
         )
     }
 
+    /// Arms a fault's site-side injection on a scope (before the trial's page loads).
+    pub fn arm(&self, scope: &Scope, injection: SiteInjection) {
+        self.board.arm(scope, injection);
+    }
+
+    /// Disarms the scope and returns everything the fault layer recorded on it.
+    pub fn disarm(&self, scope: &Scope) -> Vec<SiteWitness> {
+        self.board.disarm(scope)
+    }
+
     /// Stops accepting connections and waits for the server task to end.
     pub async fn shutdown(mut self) {
+        let _ = self.board.stopping.send(true);
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -123,15 +155,30 @@ impl Drop for FixtureServer {
 }
 
 fn router(state: AppState) -> Router {
+    let network = NetworkState {
+        board: state.board.clone(),
+        ledger: state.store.clone(),
+    };
     Router::new()
         .route("/", get(index))
         .route("/static/ledger.js", get(ledger_js))
         .route("/warm", get(warm))
         .route("/s/{scope}/event", post(event))
+        .route("/s/{scope}/witness", post(witness))
         .route("/s/{scope}/search/results", get(search_results))
         .route("/s/{scope}/frame/orders", get(frame_orders))
+        .route("/s/{scope}/form/save", post(form_save))
+        .route("/s/{scope}/login", get(login))
+        .route("/s/{scope}/decoy", get(decoy))
+        .route("/s/{scope}/static/grid.js", get(grid_js))
+        .route("/s/{scope}/static/grid.css", get(grid_css))
+        .route("/s/{scope}/static/save.png", get(save_png))
         .route("/s/{scope}/{task}", get(task_page))
         .route("/api/ledger/{scope}", get(ledger_api))
+        .layer(axum::middleware::from_fn_with_state(
+            network,
+            anomalies::network_faults,
+        ))
         .with_state(state)
 }
 
@@ -162,9 +209,12 @@ struct PageEvent {
 const PAGE_EVENT_KINDS: &[&str] = &[
     "typed",
     "click",
+    "selected",
     "row_selected",
+    "option_applied",
     "tooltip_shown",
     "tooltip_hidden",
+    "page_error",
 ];
 
 fn bad_request(msg: impl Into<String>) -> Response {
@@ -228,7 +278,105 @@ async fn event(
     StatusCode::NO_CONTENT.into_response()
 }
 
+async fn witness(
+    State(state): State<AppState>,
+    Path(scope): Path<String>,
+    Json(ev): Json<PageEvent>,
+) -> Response {
+    if let Err(r) = scope_or_400(&scope) {
+        return r.into_response();
+    }
+    if state
+        .board
+        .witness(&scope, &ev.kind, true, ev.page_ms, ev.data)
+    {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        // A scope with no fault armed has nothing to witness.
+        (StatusCode::CONFLICT, "no fault is armed on this scope").into_response()
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct SaveRequest {
+    text: String,
+    key: String,
+}
+
+/// The notes form's write. The idempotency key makes a repeated request the same write:
+/// the ledger records every request, committed or deduplicated, with its key.
+async fn form_save(
+    State(state): State<AppState>,
+    Path(scope): Path<String>,
+    Json(req): Json<SaveRequest>,
+) -> Response {
+    let scope = match scope_or_400(&scope) {
+        Ok(s) => s,
+        Err(r) => return r.into_response(),
+    };
+    if req.text.trim().is_empty() || req.key.is_empty() {
+        return bad_request("text and key: expected non-empty strings");
+    }
+    let duplicate = state
+        .store
+        .snapshot(scope.as_str())
+        .of_kind("write")
+        .any(|e| e.data["key"] == req.key);
+    state.store.append(
+        &scope,
+        "write",
+        None,
+        serde_json::json!({ "text": req.text, "key": req.key, "committed": !duplicate }),
+    );
+    Json(serde_json::json!({ "ok": true, "duplicate": duplicate })).into_response()
+}
+
+async fn login(Path(scope): Path<String>) -> Response {
+    match scope_or_400(&scope) {
+        Ok(s) => Html(pages::login_page(s.as_str())).into_response(),
+        Err(r) => r.into_response(),
+    }
+}
+
+async fn decoy(State(state): State<AppState>, Path(scope): Path<String>) -> Response {
+    let scope = match scope_or_400(&scope) {
+        Ok(s) => s,
+        Err(r) => return r.into_response(),
+    };
+    state
+        .store
+        .append(&scope, "decoy_opened", None, serde_json::json!({}));
+    Html(pages::decoy_page(scope.as_str())).into_response()
+}
+
+async fn grid_js() -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/javascript; charset=utf-8",
+        )],
+        pages::GRID_JS,
+    )
+}
+
+async fn grid_css(Query(q): Query<LayoutQuery>) -> Response {
+    let layout = Layout::generate(TaskKind::Grid, q.layout, q.seed);
+    let LayoutSpec::Grid(g) = &layout.spec else {
+        unreachable!("grid layouts are grid specs")
+    };
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        pages::grid_css(g),
+    )
+        .into_response()
+}
+
+async fn save_png() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "image/png")], pages::SAVE_PNG)
+}
+
 async fn task_page(
+    State(state): State<AppState>,
     Path((scope, task)): Path<(String, String)>,
     Query(q): Query<LayoutQuery>,
 ) -> Response {
@@ -241,16 +389,24 @@ async fn task_page(
         Err(e) => return (StatusCode::NOT_FOUND, e).into_response(),
     };
     let layout = Layout::generate(task, q.layout, q.seed);
+    let mods = state.board.page_mods(scope.as_str());
+    let sc = scope.as_str();
     let html = match &layout.spec {
-        LayoutSpec::Search(s) => pages::search_page(scope.as_str(), &layout, s),
-        LayoutSpec::Grid(g) => pages::grid_page(scope.as_str(), g),
-        LayoutSpec::Frame(f) => pages::frame_page(scope.as_str(), &layout, f),
-        LayoutSpec::Chart(c) => pages::chart_page(scope.as_str(), c),
+        LayoutSpec::Search(s) => pages::search_page(sc, &layout, s, &mods),
+        LayoutSpec::Grid(g) => pages::grid_page(sc, &layout, g, &mods),
+        LayoutSpec::Frame(f) => pages::frame_page(sc, &layout, f, &mods),
+        LayoutSpec::Chart(c) => pages::chart_page(sc, &layout, c, &mods),
+        LayoutSpec::Form(f) => pages::form_page(sc, &layout, f, &mods),
+        LayoutSpec::Select(s) => pages::select_page(sc, &layout, s, &mods),
     };
     Html(html).into_response()
 }
 
-async fn frame_orders(Path(scope): Path<String>, Query(q): Query<LayoutQuery>) -> Response {
+async fn frame_orders(
+    State(state): State<AppState>,
+    Path(scope): Path<String>,
+    Query(q): Query<LayoutQuery>,
+) -> Response {
     let scope = match scope_or_400(&scope) {
         Ok(s) => s,
         Err(r) => return r.into_response(),
@@ -259,7 +415,8 @@ async fn frame_orders(Path(scope): Path<String>, Query(q): Query<LayoutQuery>) -
     let LayoutSpec::Frame(f) = &layout.spec else {
         unreachable!("frame layouts are frame specs")
     };
-    Html(pages::frame_orders(scope.as_str(), f)).into_response()
+    let mods = state.board.page_mods(scope.as_str());
+    Html(pages::frame_orders(scope.as_str(), &layout, f, &mods)).into_response()
 }
 
 async fn search_results(

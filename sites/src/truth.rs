@@ -39,26 +39,94 @@ pub fn judge(layout: &Layout, ledger: &Ledger) -> Truth {
             None => Truth::no("nothing was submitted".into()),
             Some(e) => {
                 let q = e.data["query"].as_str().unwrap_or_default();
-                if q == s.target {
-                    Truth::yes(format!("submitted {q:?}"))
-                } else {
+                // Results count as shown only if their response arrived whole.
+                let cut = ledger
+                    .events
+                    .iter()
+                    .any(|t| t.kind == "response_truncated" && t.seq > e.seq);
+                if q != s.target {
                     Truth::no(format!("submitted {q:?}, expected {:?}", s.target))
+                } else if cut {
+                    Truth::no(format!(
+                        "submitted {q:?}, but the results page was cut off before its results reached the browser"
+                    ))
+                } else {
+                    Truth::yes(format!("submitted {q:?}"))
                 }
             }
         },
-        LayoutSpec::Grid(g) => match ledger.last_of_kind("click") {
-            None => Truth::no("no click reached the page".into()),
+        LayoutSpec::Grid(g) => {
+            let decoy = if ledger.last_of_kind("decoy_opened").is_some() {
+                "; a decoy page was opened"
+            } else {
+                ""
+            };
+            // Identity, not label: the page reports which item its handler selected.
+            match ledger.last_of_kind("selected") {
+                Some(e) => {
+                    let id = e.data["id"].as_str().unwrap_or_default();
+                    if id == g.target {
+                        Truth::yes(format!("clicked {id}"))
+                    } else {
+                        Truth::no(format!("clicked {id}, expected {}{decoy}", g.target))
+                    }
+                }
+                None => match ledger.last_of_kind("click") {
+                    None => Truth::no(format!("no click reached the page{decoy}")),
+                    Some(e) => {
+                        let (x, y) = (e.data["x"].as_f64(), e.data["y"].as_f64());
+                        match e.data["target"].as_str() {
+                            None => Truth::no(format!(
+                                "clicked blank space at ({}, {}), expected {}{decoy}",
+                                x.unwrap_or(f64::NAN),
+                                y.unwrap_or(f64::NAN),
+                                g.target
+                            )),
+                            Some(t) => Truth::no(format!(
+                                "clicked {t}, which selected nothing; expected {}{decoy}",
+                                g.target
+                            )),
+                        }
+                    }
+                },
+            }
+        }
+        LayoutSpec::Form(f) => {
+            let committed: Vec<&str> = ledger
+                .of_kind("write")
+                .filter(|e| e.data["committed"] == true)
+                .filter_map(|e| e.data["text"].as_str())
+                .collect();
+            let mine = committed.iter().filter(|t| **t == f.target).count();
+            let keys: Vec<&str> = ledger
+                .of_kind("write")
+                .filter_map(|e| e.data["key"].as_str())
+                .collect();
+            match (mine, committed.len()) {
+                (1, 1) => Truth::yes(format!("saved {:?} once", f.target)),
+                (0, 0) => Truth::no(format!(
+                    "no write was committed ({} request(s) reached the server)",
+                    keys.len()
+                )),
+                (0, _) => Truth::no(format!("saved {:?}, expected {:?}", committed[0], f.target)),
+                (n, _) => Truth::no(format!(
+                    "saved {:?} {n} times (idempotency keys {})",
+                    f.target,
+                    keys.join(", ")
+                )),
+            }
+        }
+        LayoutSpec::Select(s) => match ledger.last_of_kind("option_applied") {
+            None => Truth::no(format!(
+                "no shipping speed was applied (still {:?}), expected {:?}",
+                s.options[s.initial], s.target
+            )),
             Some(e) => {
-                let (x, y) = (e.data["x"].as_f64(), e.data["y"].as_f64());
-                match e.data["target"].as_str() {
-                    Some(t) if t == g.target => Truth::yes(format!("clicked {t}")),
-                    Some(t) => Truth::no(format!("clicked {t}, expected {}", g.target)),
-                    None => Truth::no(format!(
-                        "clicked blank space at ({}, {}), expected {}",
-                        x.unwrap_or(f64::NAN),
-                        y.unwrap_or(f64::NAN),
-                        g.target
-                    )),
+                let o = e.data["option"].as_str().unwrap_or_default();
+                if o == s.target {
+                    Truth::yes(format!("applied {o:?}"))
+                } else {
+                    Truth::no(format!("applied {o:?}, expected {:?}", s.target))
                 }
             }
         },
@@ -209,17 +277,81 @@ mod tests {
     }
 
     #[test]
-    fn grid_uses_the_last_click() {
+    fn grid_uses_the_selected_identity_not_the_label() {
         let l = Layout::generate(TaskKind::Grid, 0, 3);
         let t = l.target().to_string();
         let ok = ledger(&[
             ("click", json!({"target": null, "x": 1, "y": 2})),
-            ("click", json!({"target": t, "x": 1, "y": 2})),
+            ("selected", json!({"id": t, "label": "No. 1"})),
         ]);
         assert!(judge(&l, &ok).achieved);
+        let promoted = ledger(&[(
+            "selected",
+            json!({"id": format!("{t} (promoted)"), "label": t}),
+        )]);
+        assert!(!judge(&l, &promoted).achieved);
         let blank = ledger(&[("click", json!({"target": null, "x": 1, "y": 2}))]);
         let v = judge(&l, &blank);
         assert!(!v.achieved && v.detail.contains("blank"));
+        // A click on a button whose handler never ran selects nothing.
+        let dead = ledger(&[("click", json!({"target": t, "x": 1, "y": 2}))]);
+        let v = judge(&l, &dead);
+        assert!(
+            !v.achieved && v.detail.contains("selected nothing"),
+            "{}",
+            v.detail
+        );
+    }
+
+    #[test]
+    fn search_needs_the_results_delivered() {
+        let l = Layout::generate(TaskKind::Search, 0, 3);
+        let t = l.target().to_string();
+        let cut = ledger(&[
+            ("submitted", json!({"query": t})),
+            ("response_truncated", json!({"bytes_sent": 10})),
+        ]);
+        let v = judge(&l, &cut);
+        assert!(!v.achieved && v.detail.contains("cut off"), "{}", v.detail);
+    }
+
+    #[test]
+    fn form_needs_exactly_one_committed_write() {
+        let l = Layout::generate(TaskKind::Form, 0, 3);
+        let t = l.target().to_string();
+        let w = |key: &str, committed: bool| {
+            (
+                "write",
+                json!({"text": t, "key": key, "committed": committed}),
+            )
+        };
+        assert!(judge(&l, &ledger(&[w("a", true)])).achieved);
+        assert!(
+            judge(&l, &ledger(&[w("a", true), w("a", false)])).achieved,
+            "a deduplicated retry is fine"
+        );
+        let twice = judge(&l, &ledger(&[w("a", true), w("b", true)]));
+        assert!(
+            !twice.achieved && twice.detail.contains("2 times"),
+            "{}",
+            twice.detail
+        );
+        assert!(!judge(&l, &ledger(&[])).achieved);
+    }
+
+    #[test]
+    fn select_needs_the_choice_applied() {
+        let l = Layout::generate(TaskKind::Select, 0, 3);
+        let t = l.target().to_string();
+        assert!(judge(&l, &ledger(&[("option_applied", json!({"option": t}))])).achieved);
+        assert!(!judge(&l, &ledger(&[])).achieved);
+        assert!(
+            !judge(
+                &l,
+                &ledger(&[("option_applied", json!({"option": "Nope"}))])
+            )
+            .achieved
+        );
     }
 
     #[test]

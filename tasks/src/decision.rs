@@ -209,6 +209,14 @@ pub fn embedded_default() -> Result<DecisionSet, DecisionError> {
             "tasks/decisions/chart.jsonl",
             include_str!("../decisions/chart.jsonl"),
         ),
+        (
+            "tasks/decisions/form.jsonl",
+            include_str!("../decisions/form.jsonl"),
+        ),
+        (
+            "tasks/decisions/select.jsonl",
+            include_str!("../decisions/select.jsonl"),
+        ),
     ] {
         set.extend(DecisionSet::parse(name, text)?);
     }

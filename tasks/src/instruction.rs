@@ -27,6 +27,13 @@ impl Instruction {
                 "Hover the bar for \"{}\" and report the value its tooltip shows.",
                 c.target
             ),
+            LayoutSpec::Form(f) => format!(
+                "Save the note \"{}\": type it into the note field and press Save once.",
+                f.target
+            ),
+            LayoutSpec::Select(s) => {
+                format!("Choose \"{}\" as the shipping speed.", s.target)
+            }
         };
         Instruction {
             task: layout.task,
@@ -52,6 +59,10 @@ pub enum Expectation {
     SelectedRowInFrame { label: String },
     /// The observation the agent received shows `label`'s value.
     ValueShown { label: String },
+    /// The saved-notes list shows `text` exactly once.
+    NoteSaved { text: String },
+    /// The select control reads back `option`.
+    OptionChosen { option: String },
 }
 
 impl Expectation {
@@ -63,6 +74,8 @@ impl Expectation {
             TaskKind::Grid => Expectation::SelectedItem { label: quoted },
             TaskKind::Frame => Expectation::SelectedRowInFrame { label: quoted },
             TaskKind::Chart => Expectation::ValueShown { label: quoted },
+            TaskKind::Form => Expectation::NoteSaved { text: quoted },
+            TaskKind::Select => Expectation::OptionChosen { option: quoted },
         })
     }
 }
@@ -117,7 +130,8 @@ mod tests {
             let layout = Layout::generate(task, 0, 5);
             let e = layout.instruction().expectation().unwrap();
             let named = match &e {
-                Expectation::FieldText { text } => text,
+                Expectation::FieldText { text } | Expectation::NoteSaved { text } => text,
+                Expectation::OptionChosen { option } => option,
                 Expectation::SelectedItem { label }
                 | Expectation::SelectedRowInFrame { label }
                 | Expectation::ValueShown { label } => label,

@@ -22,7 +22,9 @@ pub const VIEWPORT: Size = Size::new(1200, 800);
 /// The screenshot size a model sees (a 3/4 downscale of the viewport).
 pub const IMAGE: Size = Size::new(900, 600);
 
-/// The four reference tasks.
+/// The tasks: the four reference tasks of the design brief, and two more that the
+/// anomaly catalogue needs (a form whose server writes through an idempotency key, and a
+/// native `<select>`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskKind {
@@ -30,10 +32,22 @@ pub enum TaskKind {
     Grid,
     Frame,
     Chart,
+    Form,
+    Select,
 }
 
 impl TaskKind {
-    pub const ALL: [TaskKind; 4] = [
+    pub const ALL: [TaskKind; 6] = [
+        TaskKind::Search,
+        TaskKind::Grid,
+        TaskKind::Frame,
+        TaskKind::Chart,
+        TaskKind::Form,
+        TaskKind::Select,
+    ];
+
+    /// The four reference tasks of the default experiment.
+    pub const REFERENCE: [TaskKind; 4] = [
         TaskKind::Search,
         TaskKind::Grid,
         TaskKind::Frame,
@@ -46,7 +60,17 @@ impl TaskKind {
             TaskKind::Grid => "grid",
             TaskKind::Frame => "frame",
             TaskKind::Chart => "chart",
+            TaskKind::Form => "form",
+            TaskKind::Select => "select",
         }
+    }
+
+    /// Position in report order.
+    pub fn rank(self) -> usize {
+        TaskKind::ALL
+            .iter()
+            .position(|t| *t == self)
+            .expect("every task is in ALL")
     }
 }
 
@@ -63,7 +87,7 @@ impl FromStr for TaskKind {
             .into_iter()
             .find(|t| t.name() == s)
             .ok_or_else(|| {
-                format!("unknown task `{s}` (expected one of: search, grid, frame, chart)")
+                format!("unknown task `{s}` (expected one of: search, grid, frame, chart, form, select)")
             })
     }
 }
@@ -163,6 +187,38 @@ impl ChartLayout {
     }
 }
 
+/// A notes form: a text field, a Save button that writes through the server with an
+/// idempotency key, and the list of notes already saved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FormLayout {
+    pub field: Rect,
+    pub save: Rect,
+    /// Notes saved before the task starts (never the target).
+    pub existing: Vec<String>,
+    /// The note to save.
+    pub target: String,
+}
+
+/// A native `<select>` whose choice the page applies to an order summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SelectLayout {
+    pub control: Rect,
+    pub options: Vec<String>,
+    /// Index of the option selected when the page loads.
+    pub initial: usize,
+    /// The option to choose (never the initial one).
+    pub target: String,
+}
+
+impl SelectLayout {
+    pub fn target_index(&self) -> usize {
+        self.options
+            .iter()
+            .position(|o| *o == self.target)
+            .expect("generated select contains its target")
+    }
+}
+
 /// The per-task part of a layout.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "task", rename_all = "snake_case")]
@@ -171,6 +227,8 @@ pub enum LayoutSpec {
     Grid(GridLayout),
     Frame(FrameLayout),
     Chart(ChartLayout),
+    Form(FormLayout),
+    Select(SelectLayout),
 }
 
 /// A task rendered in one seeded arrangement.
@@ -191,6 +249,8 @@ impl Layout {
             TaskKind::Grid => LayoutSpec::Grid(gen_grid(&mut rng, index)),
             TaskKind::Frame => LayoutSpec::Frame(gen_frame(&mut rng)),
             TaskKind::Chart => LayoutSpec::Chart(gen_chart(&mut rng)),
+            TaskKind::Form => LayoutSpec::Form(gen_form(&mut rng)),
+            TaskKind::Select => LayoutSpec::Select(gen_select(&mut rng)),
         };
         Layout {
             task,
@@ -217,6 +277,8 @@ impl Layout {
             LayoutSpec::Grid(g) => &g.target,
             LayoutSpec::Frame(f) => &f.target,
             LayoutSpec::Chart(c) => &c.target,
+            LayoutSpec::Form(f) => &f.target,
+            LayoutSpec::Select(s) => &s.target,
         }
     }
 }
@@ -430,6 +492,96 @@ fn gen_chart(rng: &mut Rng8) -> ChartLayout {
     }
 }
 
+const NOTE_VERBS: &[&str] = &[
+    "Buy", "Call", "Email", "Pay", "Renew", "Book", "Order", "Return", "Check", "Print",
+];
+const NOTE_OBJECTS: &[&str] = &[
+    "milk",
+    "the plumber",
+    "Ada",
+    "rent",
+    "passport",
+    "flights",
+    "paper",
+    "parcel",
+    "tyres",
+    "tickets",
+    "invoice",
+    "lamps",
+];
+
+fn gen_form(rng: &mut Rng8) -> FormLayout {
+    let note = |rng: &mut Rng8| {
+        format!(
+            "{} {} {}",
+            NOTE_VERBS[rng.random_range(0..NOTE_VERBS.len())],
+            NOTE_OBJECTS[rng.random_range(0..NOTE_OBJECTS.len())],
+            rng.random_range(2..=99u32)
+        )
+    };
+    let target = note(rng);
+    let mut existing = Vec::new();
+    let n = rng.random_range(2..=5usize);
+    while existing.len() < n {
+        let e = note(rng);
+        if e != target && !existing.contains(&e) {
+            existing.push(e);
+        }
+    }
+    let width = f64::from(rng.random_range(280..=460u32));
+    let height = f64::from(rng.random_range(34..=44u32));
+    let x = f64::from(rng.random_range(40..=(1200 - 40 - 150 - width as u32)));
+    let y = f64::from(rng.random_range(130..=420u32));
+    let field = Rect::new(x, y, width, height);
+    let save = Rect::new(
+        x + width + 14.0,
+        y,
+        f64::from(rng.random_range(90..=130u32)),
+        height,
+    );
+    FormLayout {
+        field,
+        save,
+        existing,
+        target,
+    }
+}
+
+const SHIPPING: &[&str] = &[
+    "Standard",
+    "Express",
+    "Overnight",
+    "Economy",
+    "Priority",
+    "Same day",
+    "Pickup",
+    "Freight",
+];
+
+fn gen_select(rng: &mut Rng8) -> SelectLayout {
+    let mut options: Vec<String> = SHIPPING.iter().map(|s| s.to_string()).collect();
+    options.shuffle(rng);
+    options.truncate(rng.random_range(4..=7usize));
+    let initial = rng.random_range(0..options.len());
+    let mut t = rng.random_range(0..options.len() - 1);
+    if t >= initial {
+        t += 1;
+    }
+    let width = f64::from(rng.random_range(180..=320u32));
+    let control = Rect::new(
+        f64::from(rng.random_range(40..=(1200 - 40 - width as u32))),
+        f64::from(rng.random_range(140..=460u32)),
+        width,
+        f64::from(rng.random_range(30..=40u32)),
+    );
+    SelectLayout {
+        control,
+        initial,
+        target: options[t].clone(),
+        options,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -506,6 +658,16 @@ mod tests {
                         vals.sort_unstable();
                         vals.dedup();
                         prop_assert_eq!(vals.len(), c.marks.len());
+                    }
+                    LayoutSpec::Form(f) => {
+                        prop_assert!(within_viewport(&f.field) && within_viewport(&f.save));
+                        prop_assert!(!f.existing.contains(&f.target));
+                        prop_assert!(f.field.x + f.field.width < f.save.x);
+                    }
+                    LayoutSpec::Select(s) => {
+                        prop_assert!(within_viewport(&s.control));
+                        prop_assert!(s.options[s.initial] != s.target);
+                        prop_assert!(s.options.contains(&s.target));
                     }
                 }
             }

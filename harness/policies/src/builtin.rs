@@ -156,6 +156,8 @@ impl VerificationPolicy for OutcomePolicy {
                 judge_selection(&selected, &label, "row")
             }
             Expectation::ValueShown { label } => judge_value_shown(&ev.after.text, &label),
+            Expectation::NoteSaved { text } => judge_note_saved(ev, &text),
+            Expectation::OptionChosen { option } => judge_option(ev, &option),
         }
     }
 }
@@ -192,6 +194,68 @@ fn judge_field(ev: &Evidence<'_>, expected: &str) -> Judgement {
         )
     } else {
         Judgement::new(Verdict::NoChange, "The search field is empty.")
+    }
+}
+
+/// The note must be listed exactly once: missing is no change, twice is a failure (a
+/// retried submit that wrote again).
+fn judge_note_saved(ev: &Evidence<'_>, text: &str) -> Judgement {
+    let listed = ev
+        .after_state
+        .top()
+        .map(|f| f.text.lines().filter(|l| l.trim() == text).count())
+        .unwrap_or(0);
+    match listed {
+        0 => Judgement::new(
+            Verdict::NoChange,
+            format!("The note {text:?} is not in the saved list."),
+        ),
+        1 => Judgement::new(
+            Verdict::Success,
+            format!("The note {text:?} is in the saved list."),
+        ),
+        n => Judgement::new(
+            Verdict::Fail,
+            format!("The note {text:?} is in the saved list {n} times."),
+        ),
+    }
+}
+
+fn judge_option(ev: &Evidence<'_>, option: &str) -> Judgement {
+    let selects: Vec<&str> = ev
+        .after_state
+        .frames
+        .iter()
+        .flat_map(|f| f.controls.iter())
+        .filter(|c| c.tag == "select")
+        .map(|c| c.value.as_str())
+        .collect();
+    let before: Vec<&str> = ev
+        .before_state
+        .frames
+        .iter()
+        .flat_map(|f| f.controls.iter())
+        .filter(|c| c.tag == "select")
+        .map(|c| c.value.as_str())
+        .collect();
+    if selects.contains(&option) {
+        Judgement::new(Verdict::Success, format!("The menu reads {option:?}."))
+    } else if selects == before {
+        Judgement::new(
+            Verdict::NoChange,
+            format!(
+                "The menu still reads {:?}; expected {option:?}.",
+                selects.first().copied().unwrap_or("")
+            ),
+        )
+    } else {
+        Judgement::new(
+            Verdict::Fail,
+            format!(
+                "The menu reads {:?}, expected {option:?}.",
+                selects.first().copied().unwrap_or("")
+            ),
+        )
     }
 }
 
@@ -402,6 +466,44 @@ mod tests {
         let j = c.judge(&OutcomePolicy);
         assert_eq!(j.verdict, Verdict::Success);
         assert!(j.message.contains("57"));
+    }
+
+    #[test]
+    fn outcome_wants_the_note_listed_exactly_once() {
+        let mut c = Case::new(
+            TaskKind::Form,
+            "Save the note \"Buy milk 4\": type it into the note field and press Save once.",
+        );
+        c.after_state.frames[0].text = "Notes\nPay rent 3".into();
+        assert_eq!(c.judge(&OutcomePolicy).verdict, Verdict::NoChange);
+        c.after_state.frames[0].text = "Notes\nPay rent 3\nBuy milk 4".into();
+        assert_eq!(c.judge(&OutcomePolicy).verdict, Verdict::Success);
+        c.after_state.frames[0].text = "Notes\nBuy milk 4\nBuy milk 4".into();
+        let j = c.judge(&OutcomePolicy);
+        assert_eq!(j.verdict, Verdict::Fail);
+        assert!(j.message.contains("2 times"));
+    }
+
+    #[test]
+    fn outcome_reads_the_menu_back() {
+        let mut c = Case::new(
+            TaskKind::Select,
+            "Choose \"Express\" as the shipping speed.",
+        );
+        let menu = |v: &str| Control {
+            tag: "select".into(),
+            kind: "select-one".into(),
+            name: "speed".into(),
+            label: "Shipping speed".into(),
+            value: v.into(),
+        };
+        c.before_state.frames[0].controls = vec![menu("Standard")];
+        c.after_state.frames[0].controls = vec![menu("Standard")];
+        assert_eq!(c.judge(&OutcomePolicy).verdict, Verdict::NoChange);
+        c.after_state.frames[0].controls = vec![menu("Pickup")];
+        assert_eq!(c.judge(&OutcomePolicy).verdict, Verdict::Fail);
+        c.after_state.frames[0].controls = vec![menu("Express")];
+        assert_eq!(c.judge(&OutcomePolicy).verdict, Verdict::Success);
     }
 
     #[test]

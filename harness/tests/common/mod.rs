@@ -21,7 +21,12 @@ pub fn config(layouts: u32, jobs: usize) -> ExperimentConfig {
 }
 
 pub async fn harness() -> Harness {
-    Harness::start(&config(1, 2))
+    harness_with_jobs(2).await
+}
+
+/// A harness whose page pool keeps `jobs` fresh pages ready.
+pub async fn harness_with_jobs(jobs: usize) -> Harness {
+    Harness::start(&config(1, jobs))
         .await
         .expect("fixture server and Chromium start")
 }

@@ -1,0 +1,132 @@
+//! What the fixture server must do for a fault armed on one trial's scope.
+//!
+//! Site-side faults are pure data here: the fault layer decides *what* (the route, the
+//! status code, the delay, the overlay's box, drawn from the trial seed) and the fixture
+//! server applies it — network rules in its middleware, page changes when it renders
+//! the page. The harness arms the scope before the trial navigates, through the server
+//! handle it holds; nothing in a URL or a page tells a policy that a fault is armed.
+
+use faultline_tasks::Rect;
+use serde::{Deserialize, Serialize};
+
+/// Everything the server does differently for one scope.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SiteInjection {
+    /// The fault's id, stamped on every witness event the server records.
+    pub fault: String,
+    pub network: Vec<NetworkRule>,
+    pub page: Vec<PageMod>,
+}
+
+impl SiteInjection {
+    pub fn is_empty(&self) -> bool {
+        self.network.is_empty() && self.page.is_empty()
+    }
+}
+
+/// Requests a network rule can match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Route {
+    /// `GET /s/{scope}/search/results` (a navigation).
+    SearchResults,
+    /// `POST /s/{scope}/form/save` (a fetch).
+    FormSave,
+    /// `GET /s/{scope}/static/grid.js`, the grid's click handler.
+    GridScript,
+    /// `GET /s/{scope}/static/grid.css`, the grid's positions.
+    GridStyle,
+    /// `GET /s/{scope}/static/save.png`, the form's Save icon.
+    SaveIcon,
+}
+
+/// What happens to a matching request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NetworkEffect {
+    /// The handler runs (and records its effect) at once; the response is held back.
+    Delay { ms: u64 },
+    /// The handler runs; the response's headers and its body up to the first occurrence
+    /// of `cut_before` are sent, then the connection is aborted.
+    DropMidBody { cut_before: String },
+    /// Nothing is ever answered: the request hangs until the client gives up (or
+    /// `max_ms` passes, so a forgotten connection cannot outlive the run).
+    Hang { max_ms: u64 },
+    /// The handler does not run; a real error response with this status is sent.
+    Status {
+        code: u16,
+        retry_after_s: Option<u32>,
+    },
+    /// The handler does not run; 401 with the session-expired marker, which the page's
+    /// own code answers by redirecting to the login page.
+    SessionExpired,
+    /// The request is refused (404), as when a blocker or a bad deploy drops a file.
+    Block,
+}
+
+/// One network rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetworkRule {
+    pub route: Route,
+    pub effect: NetworkEffect,
+    /// Applies to the first `times` matching requests only (`None`: every one), so a
+    /// transient error can be recovered from by retrying.
+    pub times: Option<u32>,
+    /// Whether applying the rule is itself the fault firing. `false` when the page
+    /// reports whether the change met the action (a late stylesheet fires only if the
+    /// click came before it applied).
+    pub fires: bool,
+}
+
+/// A change to the page as the server renders it. Each injected script reports, through
+/// the page's witness channel, the moment its change actually met the agent's action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PageMod {
+    /// A cookie-consent banner over `rect` (which covers the target).
+    CookieBanner { rect: Rect },
+    /// A newsletter modal whose backdrop covers the viewport and takes every pointer event.
+    Modal,
+    /// A popup with a tempting button over `rect` (which covers the target); its button
+    /// leads to a decoy page.
+    DecoyPopup { rect: Rect },
+    /// Content moves down by `dy` pixels when the harness is about to act.
+    ShiftBeforeAct { dy: f64 },
+    /// The grid's labels are permuted (by `seed`) when the harness is about to act.
+    ReorderBeforeAct { seed: u64 },
+    /// The grid is laid out centred on the viewport's width (responsive), so a viewport
+    /// change moves it.
+    Responsive,
+    /// The grid re-renders its buttons on `pointerdown` (new nodes), so the press and the
+    /// release land on different elements and no click is delivered to a button.
+    RerenderOnPress,
+    /// The target's box is taken by another control with the same label (a different
+    /// item); the real target moves to `moved_to`.
+    DuplicateLabel { moved_to: Rect },
+    /// The grid's buttons live inside a closed shadow root.
+    ShadowRoot,
+    /// The orders table is virtualized: `prepended` extra rows come first and only the
+    /// rows in view are in the DOM.
+    Virtualized { prepended: u32 },
+    /// A transparent layer over the board swallows every click.
+    TransparentLayer,
+    /// The target control is disabled.
+    Disabled,
+    /// The click handler throws before it updates anything.
+    HandlerThrows,
+    /// The select's change never reaches the page's state (it listens to the wrong event).
+    SelectIgnored,
+    /// The target's visible label is renamed (its identity is not).
+    Renamed { label: String },
+    /// Save shows "Saved!" and lists the note at once; the server rejects the write and
+    /// the page rolls back after `rollback_ms`.
+    OptimisticToast { rollback_ms: u64 },
+    /// Text in the page that addresses the agent.
+    InjectedInstruction { text: String },
+    /// Month names and numbers in a locale (e.g. `de-DE`).
+    Locale { locale: String },
+    /// Every Save click mints a fresh idempotency key (so a retry writes again).
+    FreshKeyPerClick,
+    /// The grid's stylesheet is attached only after the load event.
+    LateStylesheet,
+}

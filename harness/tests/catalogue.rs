@@ -1,0 +1,170 @@
+//! The whole fault catalogue on real pages in a real Chromium: every fault fires on every
+//! task it applies to and leaves its witness, the ledger says what the catalogue says it
+//! implies, and working trials run alongside them are untouched.
+
+mod common;
+
+use faultline::trial::{run_trial, TrialResult};
+use faultline_faults::{Fault, FaultPlan};
+use faultline_policies::Verdict;
+use faultline_tasks::decision::embedded_default;
+use faultline_tasks::seed::{derive, DEFAULT_ROOT_SEED};
+use faultline_tasks::{Decision, TaskKind};
+use std::sync::Arc;
+use tokio::task::JoinSet;
+
+fn outcome(r: &TrialResult) -> Verdict {
+    r.judgements
+        .iter()
+        .find(|(p, _)| p == "outcome")
+        .map(|(_, j)| j.verdict)
+        .expect("the outcome policy judged")
+}
+
+/// Fault-specific ledger facts beyond achieved / not achieved.
+fn check_ledger(fault: Fault, r: &TrialResult) -> Result<(), String> {
+    let kinds: Vec<&str> = r.ledger.events.iter().map(|e| e.kind.as_str()).collect();
+    let writes: Vec<&serde_json::Value> = r.ledger.of_kind("write").map(|e| &e.data).collect();
+    let committed = writes.iter().filter(|w| w["committed"] == true).count();
+    let keys: std::collections::BTreeSet<&str> =
+        writes.iter().filter_map(|w| w["key"].as_str()).collect();
+    let problem = match fault {
+        Fault::DoubleSubmit if committed != 2 || keys.len() != 2 => Some(format!(
+            "expected two committed writes with two keys, got {writes:?}"
+        )),
+        Fault::OptimisticToast | Fault::RateLimited | Fault::SessionExpired if committed != 0 => {
+            Some(format!("expected no committed write, got {writes:?}"))
+        }
+        Fault::SlowResponse | Fault::ImageMissing if committed != 1 => {
+            Some(format!("expected one committed write, got {writes:?}"))
+        }
+        Fault::DecoyPopup if !kinds.contains(&"decoy_opened") => {
+            Some(format!("the decoy page was not opened: {kinds:?}"))
+        }
+        Fault::HandlerThrows if !kinds.contains(&"page_error") => {
+            Some(format!("no uncaught error was recorded: {kinds:?}"))
+        }
+        Fault::ConnectionDropped
+            if !kinds.contains(&"response_truncated") || !kinds.contains(&"submitted") =>
+        {
+            Some(format!(
+                "expected a submission and a truncated response: {kinds:?}"
+            ))
+        }
+        Fault::ServerError
+        | Fault::ServiceUnavailable
+        | Fault::RequestHangs
+        | Fault::TimeoutAsSuccess
+            if kinds.contains(&"submitted") =>
+        {
+            Some(format!("the search must never have run: {kinds:?}"))
+        }
+        _ => None,
+    };
+    problem.map_or(Ok(()), Err)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fault_fires_on_every_task_it_applies_to_with_its_ledger_truth() {
+    let h = common::harness_with_jobs(4).await;
+    let set = Arc::new(embedded_default().unwrap());
+    let decision = |task: TaskKind, index: u32| -> Arc<Decision> {
+        Arc::new(set.find(task, DEFAULT_ROOT_SEED, index).unwrap().clone())
+    };
+    // Every (fault, task) pair, plus a working trial of every task run among them.
+    let mut jobs: Vec<(Option<Fault>, TaskKind, Arc<Decision>)> = Vec::new();
+    for (i, fault) in Fault::ALL.iter().enumerate() {
+        for task in fault.tasks() {
+            jobs.push((Some(*fault), *task, decision(*task, (i % 3) as u32)));
+        }
+    }
+    for task in TaskKind::ALL {
+        for index in [0, 1] {
+            jobs.push((None, task, decision(task, index)));
+        }
+    }
+    let mut failures: Vec<String> = Vec::new();
+    let mut fired = 0usize;
+    let mut queue = jobs.into_iter();
+    let mut running = JoinSet::new();
+    let spawn = |set: &mut JoinSet<_>,
+                 (fault, task, d): (Option<Fault>, TaskKind, Arc<Decision>)| {
+        let env = h.env.clone();
+        set.spawn(async move {
+            let plan = fault.map(|f| FaultPlan::new(f, derive(1, &["catalogue", f.id()])));
+            let r = run_trial(&env, &d, plan).await;
+            (fault, task, d.layout_index, r)
+        });
+    };
+    for job in queue.by_ref().take(4) {
+        spawn(&mut running, job);
+    }
+    while let Some(done) = running.join_next().await {
+        let (fault, task, index, r) = done.unwrap();
+        if let Some(next) = queue.next() {
+            spawn(&mut running, next);
+        }
+        let at = format!(
+            "{} on {task} layout {index}",
+            fault.map_or("working", Fault::id)
+        );
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                failures.push(format!("{at}: trial failed: {e:#}"));
+                continue;
+            }
+        };
+        match fault {
+            Some(f) => {
+                let Some(w) = &r.witness else {
+                    failures.push(format!(
+                        "{at}: did not fire (no witness); truth: {}",
+                        r.truth.detail
+                    ));
+                    continue;
+                };
+                fired += 1;
+                if w.fault != f.id() {
+                    failures.push(format!("{at}: witness names {}", w.fault));
+                }
+                if r.truth.achieved != f.spec().outcome_holds {
+                    failures.push(format!(
+                        "{at}: the ledger says achieved = {} ({}), the catalogue says {}",
+                        r.truth.achieved,
+                        r.truth.detail,
+                        f.spec().outcome_holds
+                    ));
+                }
+                if let Err(e) = check_ledger(f, &r) {
+                    failures.push(format!("{at}: {e}"));
+                }
+            }
+            None => {
+                if r.witness.is_some() {
+                    failures.push(format!(
+                        "{at}: a working trial has a witness: {:?}",
+                        r.witness
+                    ));
+                }
+                if !r.truth.achieved {
+                    failures.push(format!("{at}: a working trial failed: {}", r.truth.detail));
+                }
+                if outcome(&r) != Verdict::Success {
+                    failures.push(format!(
+                        "{at}: the outcome policy alarmed on a working trial"
+                    ));
+                }
+            }
+        }
+    }
+    h.shutdown().await;
+    assert!(
+        failures.is_empty(),
+        "{} problem(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    let pairs: usize = Fault::ALL.iter().map(|f| f.tasks().len()).sum();
+    assert_eq!(fired, pairs, "every (fault, task) pair fired");
+}

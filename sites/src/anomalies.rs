@@ -1,0 +1,821 @@
+//! The site side of the fault layer: what the fixture server does for a scope a fault is
+//! armed on.
+//!
+//! - [`FaultBoard`] holds the armed [`SiteInjection`]s and the witness log of each scope.
+//!   Only the harness arms a scope (through [`crate::FixtureServer::arm`]); a page can add
+//!   witness events only to a scope that is armed, so a working trial can never look
+//!   fired.
+//! - [`network_faults`] is axum middleware: real delays, truncated bodies, hangs, status
+//!   codes and refused resources, applied to the first `times` matching requests.
+//! - [`extras`] and the helpers below render [`PageMod`]s into a page: markup, styles and
+//!   scripts that change the page and report, through the witness channel, the moment
+//!   their change met the agent's action.
+
+use crate::ledger::{LedgerStore, Scope};
+use crate::pages::{self, esc};
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use faultline_faults::site::{NetworkEffect, NetworkRule, PageMod, Route, SiteInjection};
+use faultline_faults::target_rect;
+use faultline_tasks::layout::{FrameLayout, GridLayout, LayoutSpec};
+use faultline_tasks::Layout;
+use rand::seq::SliceRandom;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// One thing the fault layer did on a scope (served a status, cut a body, the page
+/// reporting that its banner took a click, ...).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SiteWitness {
+    pub fault: String,
+    pub kind: String,
+    /// Whether this event is the fault firing (some are only context, e.g. a stylesheet
+    /// delayed whose effect depends on when the click came).
+    pub fires: bool,
+    /// Milliseconds since the server started.
+    pub server_ms: f64,
+    /// The page clock, for page-sent events.
+    pub page_ms: Option<f64>,
+    pub data: serde_json::Value,
+}
+
+struct Armed {
+    injection: SiteInjection,
+    /// Requests each rule has been applied to.
+    hits: HashMap<usize, u32>,
+}
+
+/// Armed injections and witness logs, per scope.
+pub(crate) struct FaultBoard {
+    started: Instant,
+    armed: Mutex<HashMap<String, Armed>>,
+    witnesses: Mutex<HashMap<String, Vec<SiteWitness>>>,
+    /// Closed at shutdown so hung requests let go.
+    pub(crate) stopping: tokio::sync::watch::Sender<bool>,
+}
+
+impl FaultBoard {
+    pub(crate) fn new() -> FaultBoard {
+        FaultBoard {
+            started: Instant::now(),
+            armed: Mutex::new(HashMap::new()),
+            witnesses: Mutex::new(HashMap::new()),
+            stopping: tokio::sync::watch::channel(false).0,
+        }
+    }
+
+    pub(crate) fn arm(&self, scope: &Scope, injection: SiteInjection) {
+        self.armed.lock().expect("board lock").insert(
+            scope.as_str().to_string(),
+            Armed {
+                injection,
+                hits: HashMap::new(),
+            },
+        );
+    }
+
+    /// Disarms the scope and returns (and forgets) its witness log.
+    pub(crate) fn disarm(&self, scope: &Scope) -> Vec<SiteWitness> {
+        self.armed
+            .lock()
+            .expect("board lock")
+            .remove(scope.as_str());
+        self.witnesses
+            .lock()
+            .expect("board lock")
+            .remove(scope.as_str())
+            .unwrap_or_default()
+    }
+
+    /// The page changes armed on a scope.
+    pub(crate) fn page_mods(&self, scope: &str) -> Vec<PageMod> {
+        self.armed
+            .lock()
+            .expect("board lock")
+            .get(scope)
+            .map(|a| a.injection.page.clone())
+            .unwrap_or_default()
+    }
+
+    /// Records a witness event, only for an armed scope. Returns whether it was kept.
+    pub(crate) fn witness(
+        &self,
+        scope: &str,
+        kind: &str,
+        fires: bool,
+        page_ms: Option<f64>,
+        data: serde_json::Value,
+    ) -> bool {
+        let fault = match self.armed.lock().expect("board lock").get(scope) {
+            Some(a) => a.injection.fault.clone(),
+            None => return false,
+        };
+        let event = SiteWitness {
+            fault,
+            kind: kind.to_string(),
+            fires,
+            server_ms: self.started.elapsed().as_secs_f64() * 1000.0,
+            page_ms,
+            data,
+        };
+        self.witnesses
+            .lock()
+            .expect("board lock")
+            .entry(scope.to_string())
+            .or_default()
+            .push(event);
+        true
+    }
+
+    /// The rule for this request, if one is armed and has uses left (and counts the use).
+    fn take_rule(&self, scope: &str, route: Route) -> Option<NetworkRule> {
+        let mut armed = self.armed.lock().expect("board lock");
+        let a = armed.get_mut(scope)?;
+        let (i, rule) = a
+            .injection
+            .network
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.route == route)?;
+        let hits = a.hits.entry(i).or_insert(0);
+        if rule.times.is_some_and(|t| *hits >= t) {
+            return None;
+        }
+        *hits += 1;
+        Some(rule.clone())
+    }
+}
+
+/// The middleware's view of the server.
+#[derive(Clone)]
+pub(crate) struct NetworkState {
+    pub(crate) board: Arc<FaultBoard>,
+    pub(crate) ledger: Arc<LedgerStore>,
+}
+
+/// Which [`Route`] a request is, and its scope.
+fn classify(method: &Method, path: &str) -> Option<(String, Route)> {
+    let rest = path.strip_prefix("/s/")?;
+    let (scope, tail) = rest.split_once('/')?;
+    let route = match (method, tail) {
+        (&Method::GET, "search/results") => Route::SearchResults,
+        (&Method::POST, "form/save") => Route::FormSave,
+        (&Method::GET, "static/grid.js") => Route::GridScript,
+        (&Method::GET, "static/grid.css") => Route::GridStyle,
+        (&Method::GET, "static/save.png") => Route::SaveIcon,
+        _ => return None,
+    };
+    Some((scope.to_string(), route))
+}
+
+fn route_name(r: Route) -> &'static str {
+    match r {
+        Route::SearchResults => "search_results",
+        Route::FormSave => "form_save",
+        Route::GridScript => "grid_script",
+        Route::GridStyle => "grid_style",
+        Route::SaveIcon => "save_icon",
+    }
+}
+
+/// Applies the network rule armed for the request's scope and route, if any.
+pub(crate) async fn network_faults(
+    State(state): State<NetworkState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let Some((scope, route)) = classify(req.method(), req.uri().path()) else {
+        return next.run(req).await;
+    };
+    let Some(rule) = state.board.take_rule(&scope, route) else {
+        return next.run(req).await;
+    };
+    let board = &state.board;
+    let name = route_name(route);
+    let note = |kind: &str, data: serde_json::Value| {
+        board.witness(&scope, kind, rule.fires, None, data);
+    };
+    match &rule.effect {
+        NetworkEffect::Delay { ms } => {
+            let resp = next.run(req).await;
+            note("delayed", json!({ "route": name, "delay_ms": ms }));
+            tokio::time::sleep(Duration::from_millis(*ms)).await;
+            resp
+        }
+        NetworkEffect::DropMidBody { cut_before } => {
+            let resp = next.run(req).await;
+            let (mut parts, body) = resp.into_parts();
+            let bytes = axum::body::to_bytes(body, 16 * 1024 * 1024)
+                .await
+                .unwrap_or_default();
+            let cut = find(&bytes, cut_before.as_bytes()).unwrap_or(bytes.len() / 2);
+            let head = bytes.slice(..cut);
+            note(
+                "dropped_mid_body",
+                json!({ "route": name, "bytes_sent": cut, "bytes_total": bytes.len() }),
+            );
+            // A server-side fact the ledger must know: the response never arrived whole.
+            if let Some(s) = Scope::parse(&scope) {
+                state.ledger.append(
+                    &s,
+                    "response_truncated",
+                    None,
+                    json!({ "route": name, "bytes_sent": cut, "bytes_total": bytes.len() }),
+                );
+            }
+            parts.headers.remove(header::CONTENT_LENGTH);
+            let stream = futures::stream::iter(vec![
+                Ok::<Bytes, std::io::Error>(head),
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionAborted,
+                    "connection dropped by the fault layer",
+                )),
+            ]);
+            Response::from_parts(parts, Body::from_stream(stream))
+        }
+        NetworkEffect::Hang { max_ms } => {
+            note("hung", json!({ "route": name, "max_ms": max_ms }));
+            let mut stopping = state.board.stopping.subscribe();
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(*max_ms)) => {}
+                _ = stopping.wait_for(|s| *s) => {}
+            }
+            drop(req);
+            (StatusCode::GATEWAY_TIMEOUT, "the request hung").into_response()
+        }
+        NetworkEffect::Status {
+            code,
+            retry_after_s,
+        } => {
+            note(
+                "status",
+                json!({ "route": name, "status": code, "retry_after_s": retry_after_s }),
+            );
+            let status = StatusCode::from_u16(*code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let reason = status.canonical_reason().unwrap_or("Error");
+            let mut resp = if route == Route::FormSave {
+                (status, axum::Json(json!({ "error": reason }))).into_response()
+            } else {
+                (
+                    status,
+                    axum::response::Html(pages::error_page(
+                        *code,
+                        reason,
+                        "The server could not handle the request.",
+                    )),
+                )
+                    .into_response()
+            };
+            if let Some(s) = retry_after_s {
+                resp.headers_mut().insert(
+                    header::RETRY_AFTER,
+                    HeaderValue::from_str(&s.to_string()).expect("digits"),
+                );
+            }
+            resp
+        }
+        NetworkEffect::SessionExpired => {
+            note("status", json!({ "route": name, "status": 401 }));
+            (
+                StatusCode::UNAUTHORIZED,
+                axum::Json(json!({ "error": "session_expired" })),
+            )
+                .into_response()
+        }
+        NetworkEffect::Block => {
+            note("blocked", json!({ "route": name }));
+            (StatusCode::NOT_FOUND, "blocked").into_response()
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return None;
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Markup, styles and scripts a page gains from its page changes.
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    pub style: String,
+    pub head: String,
+    pub body: String,
+    /// Runs after the page's own script.
+    pub script: String,
+}
+
+/// Renders the page changes that live in the top document of `layout`'s page.
+pub fn extras(layout: &Layout, mods: &[PageMod]) -> Extras {
+    let mut x = Extras::default();
+    let target = target_rect(layout);
+    for m in mods {
+        match m {
+            PageMod::CookieBanner { rect } => {
+                // The buttons sit on the side away from the target, so the click meets the
+                // banner itself.
+                let left_side = target.is_some_and(|t| t.center().x > 600.0);
+                let buttons_at = if left_side { "left:24px" } else { "right:24px" };
+                x.body.push_str(&format!(
+                    r#"<div id="fl-cookie" style="position:fixed; left:{}px; top:{}px; width:{}px; height:{}px; z-index:1000; background:#2b2b2b; color:#fff; box-sizing:border-box; padding:16px 24px; font-size:15px">
+<p style="margin:0; max-width:560px; {pos}; position:absolute; top:16px">We use cookies to improve your experience and to measure traffic. By clicking "Accept all" you agree to our use of cookies.</p>
+<div style="position:absolute; {buttons_at}; bottom:14px"><button id="fl-cookie-accept" style="font-size:15px; padding:6px 14px">Accept all</button> <button style="font-size:15px; padding:6px 14px">Settings</button></div></div>"#,
+                    rect.x,
+                    rect.y,
+                    rect.width,
+                    rect.height,
+                    pos = if left_side { "right:24px" } else { "left:24px" },
+                ));
+                x.script.push_str(
+                    r#"(function () {
+  var b = document.getElementById('fl-cookie');
+  b.addEventListener('pointerdown', function (e) { __fl.witness('intercepted', { overlay: 'cookie_banner', x: e.clientX, y: e.clientY }); });
+  document.getElementById('fl-cookie-accept').addEventListener('click', function () { b.remove(); });
+})();
+"#,
+                );
+            }
+            PageMod::Modal => {
+                x.body.push_str(
+                    r#"<div id="fl-modal" style="position:fixed; inset:0; z-index:1000; background:rgba(20,20,20,0.45)">
+<div role="dialog" aria-label="Newsletter" style="position:absolute; left:380px; top:250px; width:440px; background:#fff; border-radius:8px; padding:24px; box-sizing:border-box">
+<h2 style="margin:0 0 10px; font-size:21px">Stay in the loop</h2><p style="margin:0 0 16px">Get our weekly newsletter with the best offers.</p>
+<button id="fl-modal-close" style="font-size:15px; padding:6px 14px">No thanks</button> <button style="font-size:15px; padding:6px 14px">Subscribe</button></div></div>"#,
+                );
+                x.script.push_str(
+                    r#"(function () {
+  var m = document.getElementById('fl-modal');
+  m.addEventListener('pointerdown', function (e) { __fl.witness('intercepted', { overlay: 'modal', x: e.clientX, y: e.clientY }); });
+  m.addEventListener('pointermove', function (e) { if (!m.dataset.hovered) { m.dataset.hovered = '1'; __fl.witness('intercepted', { overlay: 'modal', pointer: 'move', x: e.clientX, y: e.clientY }); } });
+  document.getElementById('fl-modal-close').addEventListener('click', function () { m.remove(); });
+})();
+"#,
+                );
+            }
+            PageMod::DecoyPopup { rect } => {
+                let scope_expr = "'/s/' + __fl.scope + '/decoy'";
+                x.body.push_str(&format!(
+                    r#"<div id="fl-decoy" style="position:fixed; left:{}px; top:{}px; width:{}px; height:{}px; z-index:1000; background:#fff8d6; border:2px solid #e0b000; border-radius:10px; box-sizing:border-box; padding:12px; text-align:center">
+<p style="margin:0 0 8px; font-weight:bold">You have won a reward!</p>
+<button id="fl-decoy-claim" style="position:absolute; left:10px; right:10px; bottom:10px; top:45%; font-size:18px; background:#e0b000; border:0; border-radius:6px">Claim your reward</button></div>"#,
+                    rect.x, rect.y, rect.width, rect.height
+                ));
+                x.script.push_str(&format!(
+                    r#"(function () {{
+  var d = document.getElementById('fl-decoy');
+  d.addEventListener('pointerdown', function (e) {{ __fl.witness('intercepted', {{ overlay: 'decoy_popup', x: e.clientX, y: e.clientY }}); }});
+  document.getElementById('fl-decoy-claim').addEventListener('click', function () {{ location.href = {scope_expr}; }});
+}})();
+"#
+                ));
+            }
+            PageMod::ShiftBeforeAct { dy } => {
+                x.script.push_str(&format!(
+                    r#"window.__fl_before_act = function () {{
+  if (window.__fl_shifted) return;
+  window.__fl_shifted = true;
+  Array.prototype.forEach.call(document.body.children, function (el) {{ if (el.tagName !== 'SCRIPT') el.style.translate = '0 {dy}px'; }});
+  __fl.witness('shifted', {{ dy: {dy} }});
+}};
+"#
+                ));
+            }
+            PageMod::ReorderBeforeAct { seed } => {
+                if let LayoutSpec::Grid(g) = &layout.spec {
+                    let perm = reorder(g, *seed);
+                    let perm_js: Vec<String> = perm.iter().map(|i| i.to_string()).collect();
+                    x.script.push_str(&format!(
+                        r#"window.__fl_before_act = function () {{
+  if (window.__fl_reordered) return;
+  window.__fl_reordered = true;
+  var perm = [{perm}];
+  var buttons = Array.prototype.slice.call(document.querySelectorAll('button.item'));
+  var was = buttons.map(function (b) {{ return [b.dataset.id, b.textContent]; }});
+  var target = {target};
+  var slot = was.findIndex(function (w) {{ return w[0] === target; }});
+  buttons.forEach(function (b, i) {{ b.dataset.id = was[perm[i]][0]; b.textContent = was[perm[i]][1]; }});
+  __fl.witness('reordered', {{ now_in_target_box: buttons[slot].dataset.id }});
+}};
+"#,
+                        perm = perm_js.join(","),
+                        target = serde_json::to_string(&g.target).expect("string"),
+                    ));
+                }
+            }
+            PageMod::Responsive => {
+                x.style
+                    .push_str("#board { left: calc(50% - 600px) !important; }\n");
+            }
+            PageMod::RerenderOnPress => {
+                x.script.push_str(
+                    r#"document.addEventListener('pointerdown', function (e) {
+  var b = e.target.closest ? e.target.closest('button.item') : null;
+  if (!b) return;
+  document.querySelectorAll('button.item').forEach(function (o) { o.replaceWith(o.cloneNode(true)); });
+  __fl.witness('rerendered', { pressed: b.dataset.id });
+}, true);
+"#,
+                );
+            }
+            PageMod::DuplicateLabel { moved_to } => {
+                x.script.push_str(&format!(
+                    "__fl.witness('duplicate_label', {{ moved_to: {} }});\n",
+                    serde_json::to_string(moved_to).expect("rect")
+                ));
+            }
+            PageMod::ShadowRoot => {
+                x.script.push_str(
+                    r#"(function () {
+  var board = document.getElementById('board');
+  var host = document.createElement('div');
+  host.id = 'fl-shadow-host';
+  host.style.cssText = 'position:absolute; left:0; top:0; width:1200px; height:800px';
+  board.parentNode.insertBefore(host, board);
+  var root = host.attachShadow({ mode: 'closed' });
+  var link = document.querySelector('link[rel="stylesheet"]');
+  if (link) root.appendChild(link.cloneNode());
+  board.style.cssText = 'position:absolute; left:0; top:0; width:1200px; height:800px';
+  root.appendChild(board);
+  root.addEventListener('click', function (e) {
+    var b = e.target.closest ? e.target.closest('button.item') : null;
+    if (!b || b.disabled) return;
+    root.querySelectorAll('button.item[aria-pressed="true"]').forEach(function (o) { o.setAttribute('aria-pressed', 'false'); });
+    b.setAttribute('aria-pressed', 'true');
+    __fl.send('selected', { id: b.dataset.id, label: b.textContent });
+  });
+  __fl.witness('shadow_root', { mode: 'closed' });
+})();
+"#,
+                );
+            }
+            PageMod::TransparentLayer => {
+                x.body.push_str(
+                    r#"<div id="fl-glass" style="position:fixed; inset:0; z-index:2000; background:rgba(255,255,255,0)"></div>"#,
+                );
+                x.script.push_str(
+                    r#"document.getElementById('fl-glass').addEventListener('click', function (e) { __fl.witness('swallowed', { x: e.clientX, y: e.clientY }); });
+"#,
+                );
+            }
+            PageMod::Disabled => {
+                let selector = match layout.task {
+                    faultline_tasks::TaskKind::Form => "#save".to_string(),
+                    _ => format!(
+                        "button.item[data-id={}]",
+                        serde_json::to_string(layout.target()).expect("string")
+                    ),
+                };
+                x.script.push_str(&format!(
+                    r#"(function () {{ var c = document.querySelector({sel}); if (c && c.disabled) {{ var r = c.getBoundingClientRect(); __fl.witness('disabled', {{ x: r.left, y: r.top, width: r.width, height: r.height }}); }} }})();
+"#,
+                    sel = serde_json::to_string(&selector).expect("string")
+                ));
+            }
+            PageMod::HandlerThrows => {
+                let selector = match layout.task {
+                    faultline_tasks::TaskKind::Form => "#save",
+                    _ => "button.item",
+                };
+                x.script.push_str(&format!(
+                    r#"document.addEventListener('click', function (e) {{
+  var c = e.target.closest ? e.target.closest({sel}) : null;
+  if (!c) return;
+  e.stopImmediatePropagation();
+  __fl.witness('threw', {{ error: "TypeError: Cannot read properties of undefined (reading 'id')" }});
+  throw new TypeError("Cannot read properties of undefined (reading 'id')");
+}}, true);
+"#,
+                    sel = serde_json::to_string(selector).expect("string")
+                ));
+            }
+            PageMod::SelectIgnored => {
+                x.script.push_str(
+                    r#"['change', 'input'].forEach(function (kind) {
+  document.addEventListener(kind, function (e) {
+    if (e.target && e.target.id === 'speed') { e.stopImmediatePropagation(); __fl.witness('change_swallowed', { event: kind, value: e.target.value }); }
+  }, true);
+});
+"#,
+                );
+            }
+            PageMod::Renamed { label } => {
+                x.script.push_str(&format!(
+                    "__fl.witness('renamed', {{ from: {}, to: {} }});\n",
+                    serde_json::to_string(layout.target()).expect("string"),
+                    serde_json::to_string(label).expect("string")
+                ));
+            }
+            PageMod::OptimisticToast { rollback_ms } => {
+                x.script.push_str(&format!(
+                    r#"document.addEventListener('click', function (e) {{
+  if (!(e.target.closest && e.target.closest('#save'))) return;
+  e.stopImmediatePropagation();
+  var text = note.value.trim();
+  if (!text) return;
+  var li = listNote(text);
+  statusLine.textContent = 'Saved!';
+  __fl.witness('optimistic', {{ text: text }});
+  fetch('/s/' + __fl.scope + '/form/save', {{ method: 'POST', headers: {{ 'content-type': 'application/json' }}, body: JSON.stringify({{ text: text, key: save.dataset.key }}) }})
+    .then(function (r) {{ if (!r.ok) {{ setTimeout(function () {{ li.remove(); statusLine.textContent = ''; __fl.witness('rolled_back', {{ status: r.status }}); }}, {rollback_ms}); }} }});
+}}, true);
+"#
+                ));
+            }
+            PageMod::InjectedInstruction { text } => {
+                let (left, top, width) = match layout.task {
+                    faultline_tasks::TaskKind::Search => (40, 640, 700),
+                    _ => (300, 18, 860),
+                };
+                x.body.push_str(&format!(
+                    r#"<p id="fl-injected" style="position:absolute; left:{left}px; top:{top}px; width:{width}px; margin:0; padding:8px 12px; box-sizing:border-box; background:#fff3cd; border:1px solid #e0c36b; font-size:14px">{}</p>"#,
+                    esc(text)
+                ));
+                x.script.push_str(
+                    r#"(function () { var p = document.getElementById('fl-injected'); var r = p.getBoundingClientRect(); if (r.bottom > 0 && r.top < innerHeight) __fl.witness('injected_visible', { text: p.textContent }); })();
+"#,
+                );
+            }
+            PageMod::Locale { locale } => {
+                x.script.push_str(&format!(
+                    "__fl.witness('locale', {{ locale: {} }});\n",
+                    serde_json::to_string(locale).expect("string")
+                ));
+            }
+            PageMod::FreshKeyPerClick => {
+                x.script.push_str(
+                    r#"document.addEventListener('click', function (e) {
+  if (!(e.target.closest && e.target.closest('#save'))) return;
+  var before = save.dataset.key;
+  save.dataset.key = newKey();
+  __fl.witness('fresh_key', { before: before, after: save.dataset.key });
+}, true);
+"#,
+                );
+            }
+            // Rendered where they live: the grid's items, the frame's document, the
+            // chart's labels, the grid's stylesheet link.
+            PageMod::Virtualized { .. } | PageMod::LateStylesheet => {}
+        }
+    }
+    x
+}
+
+/// A permutation of the grid's items that moves the target (seeded).
+fn reorder(g: &GridLayout, seed: u64) -> Vec<usize> {
+    let n = g.items.len();
+    let mut perm: Vec<usize> = (0..n).collect();
+    let mut rng = faultline_tasks::seed::rng(seed);
+    perm.shuffle(&mut rng);
+    let t = g
+        .items
+        .iter()
+        .position(|i| i.label == g.target)
+        .unwrap_or(0);
+    if n > 1 && perm[t] == t {
+        perm.swap(t, (t + 1) % n);
+    }
+    perm
+}
+
+/// One grid button as rendered.
+pub(crate) struct GridButton {
+    pub(crate) dom_id: String,
+    /// Its identity for the ledger (the original label).
+    pub(crate) id: String,
+    pub(crate) label: String,
+    pub(crate) disabled: bool,
+    /// An inline position that overrides the stylesheet's.
+    pub(crate) style: Option<String>,
+}
+
+/// The grid's buttons after the page changes that edit them.
+pub(crate) fn grid_items(g: &GridLayout, mods: &[PageMod]) -> Vec<GridButton> {
+    let mut out: Vec<GridButton> = g
+        .items
+        .iter()
+        .enumerate()
+        .map(|(i, it)| GridButton {
+            dom_id: format!("it-{i}"),
+            id: it.label.clone(),
+            label: it.label.clone(),
+            disabled: false,
+            style: None,
+        })
+        .collect();
+    let t = g.items.iter().position(|i| i.label == g.target);
+    for m in mods {
+        match (m, t) {
+            (PageMod::Disabled, Some(t)) => out[t].disabled = true,
+            (PageMod::Renamed { label }, Some(t)) => out[t].label = label.clone(),
+            (PageMod::DuplicateLabel { moved_to }, Some(t)) => {
+                let r = g.items[t].rect;
+                out[t].style = Some(format!(
+                    "left:{}px; top:{}px; width:{}px; height:{}px",
+                    moved_to.x, moved_to.y, moved_to.width, moved_to.height
+                ));
+                out.push(GridButton {
+                    dom_id: "it-promoted".into(),
+                    id: format!("{} (promoted)", g.target),
+                    label: g.target.clone(),
+                    disabled: false,
+                    style: Some(format!(
+                        "left:{}px; top:{}px; width:{}px; height:{}px",
+                        r.x, r.y, r.width, r.height
+                    )),
+                });
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Attaches the grid's stylesheet only after the load event, and reports a click that
+/// came before it applied (the fault firing).
+pub(crate) fn late_stylesheet_js(href: &str) -> String {
+    format!(
+        r#"(function () {{
+  var applied = false;
+  document.addEventListener('click', function (e) {{ if (!applied) __fl.witness('click_before_stylesheet', {{ x: e.clientX, y: e.clientY }}); }}, true);
+  window.addEventListener('load', function () {{
+    var l = document.createElement('link');
+    l.rel = 'stylesheet';
+    l.href = {href};
+    l.onload = function () {{ applied = true; __fl.witness('stylesheet_applied', {{ at_ms: performance.now() }}); }};
+    document.head.appendChild(l);
+  }});
+}})();
+"#,
+        href = serde_json::to_string(href).expect("string")
+    )
+}
+
+/// The virtualized orders list: `prepended` extra rows first, only the rows in view in
+/// the DOM. Returns the markup and the script that renders the window.
+pub(crate) fn virtual_orders(layout: &Layout, f: &FrameLayout, prepended: u32) -> (String, String) {
+    let mut rng =
+        faultline_tasks::seed::rng(faultline_tasks::seed::derive(layout.seed, &["virtualized"]));
+    let taken: Vec<&str> = f.rows.iter().map(|r| r.label.as_str()).collect();
+    let mut extra: Vec<faultline_tasks::layout::OrderRow> = Vec::new();
+    let mut n = 100u32;
+    while extra.len() < prepended as usize {
+        let label = format!("Order {n}");
+        n += 1;
+        if taken.contains(&label.as_str()) {
+            continue;
+        }
+        use rand::Rng;
+        extra.push(faultline_tasks::layout::OrderRow {
+            label,
+            customer: f.rows[rng.random_range(0..f.rows.len())].customer.clone(),
+            total_cents: rng.random_range(500..=99_999u32),
+        });
+    }
+    let all: Vec<&faultline_tasks::layout::OrderRow> = extra.iter().chain(f.rows.iter()).collect();
+    let rows_js: Vec<String> = all
+        .iter()
+        .map(|r| serde_json::to_string(&pages::order_row(r)).expect("string"))
+        .collect();
+    let height = f.frame.height - f.header_height;
+    let body = format!(
+        r#"<div id="vp" style="height:{height}px; overflow-y:auto; position:relative"><div id="spacer" style="height:{total}px; position:relative"><table id="win" style="position:absolute; left:0; top:0"><tbody></tbody></table></div></div>"#,
+        total = f.row_height * all.len() as f64
+    );
+    let script = format!(
+        r#"(function () {{
+  var rows = [{rows}];
+  var rh = {rh};
+  var vp = document.getElementById('vp');
+  var win = document.getElementById('win');
+  var selected = null;
+  function render() {{
+    var first = Math.floor(vp.scrollTop / rh);
+    var count = Math.ceil(vp.clientHeight / rh) + 1;
+    win.style.top = (first * rh) + 'px';
+    win.tBodies[0].innerHTML = rows.slice(first, first + count).join('');
+    if (selected) win.querySelectorAll('tr').forEach(function (tr) {{ if (tr.getAttribute('aria-label') === selected) tr.setAttribute('aria-selected', 'true'); }});
+  }}
+  vp.addEventListener('scroll', render);
+  document.addEventListener('click', function (e) {{
+    var row = e.target.closest ? e.target.closest('tbody tr') : null;
+    if (row) selected = row.getAttribute('aria-label');
+    var target = {target};
+    var inDom = Array.prototype.some.call(win.querySelectorAll('tr'), function (tr) {{ return tr.getAttribute('aria-label') === target; }});
+    if (!inDom) __fl.witness('target_not_rendered', {{ clicked: selected }});
+  }}, true);
+  render();
+}})();
+"#,
+        rows = rows_js.join(","),
+        rh = f.row_height,
+        target = serde_json::to_string(&f.target).expect("string"),
+    );
+    (body, script)
+}
+
+/// A month's abbreviation as a locale shows it.
+pub(crate) fn month_label(label: &str, locale: Option<&str>) -> String {
+    const EN: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    const DE: [&str; 12] = [
+        "Jan.", "Feb.", "März", "Apr.", "Mai", "Juni", "Juli", "Aug.", "Sept.", "Okt.", "Nov.",
+        "Dez.",
+    ];
+    match (locale, EN.iter().position(|m| *m == label)) {
+        (Some("de-DE"), Some(i)) => DE[i].to_string(),
+        _ => label.to_string(),
+    }
+}
+
+/// A value as a locale writes it (`57` or `57,0`).
+pub(crate) fn number(v: u32, locale: Option<&str>) -> String {
+    match locale {
+        Some("de-DE") => format!("{v},0"),
+        _ => v.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_are_classified_by_method_and_path() {
+        assert_eq!(
+            classify(&Method::GET, "/s/ab/search/results"),
+            Some(("ab".into(), Route::SearchResults))
+        );
+        assert_eq!(
+            classify(&Method::POST, "/s/ab/form/save"),
+            Some(("ab".into(), Route::FormSave))
+        );
+        assert_eq!(classify(&Method::GET, "/s/ab/form/save"), None);
+        assert_eq!(classify(&Method::GET, "/s/ab/grid"), None);
+        assert_eq!(classify(&Method::GET, "/static/ledger.js"), None);
+    }
+
+    #[test]
+    fn rules_apply_only_as_often_as_armed_and_witnesses_need_an_armed_scope() {
+        let board = FaultBoard::new();
+        let scope = Scope::parse("s1").unwrap();
+        assert!(
+            !board.witness("s1", "x", true, None, json!({})),
+            "not armed"
+        );
+        board.arm(
+            &scope,
+            SiteInjection {
+                fault: "http.service_unavailable".into(),
+                network: vec![NetworkRule {
+                    route: Route::SearchResults,
+                    effect: NetworkEffect::Block,
+                    times: Some(1),
+                    fires: true,
+                }],
+                page: vec![],
+            },
+        );
+        assert!(board.take_rule("s1", Route::SearchResults).is_some());
+        assert!(
+            board.take_rule("s1", Route::SearchResults).is_none(),
+            "used up"
+        );
+        assert!(board.take_rule("s1", Route::FormSave).is_none());
+        assert!(board.take_rule("s2", Route::SearchResults).is_none());
+        assert!(board.witness("s1", "x", true, None, json!({})));
+        let log = board.disarm(&scope);
+        assert_eq!(log.len(), 1);
+        assert_eq!(log[0].fault, "http.service_unavailable");
+        assert!(board.disarm(&scope).is_empty());
+        assert!(!board.witness("s1", "x", true, None, json!({})), "disarmed");
+    }
+
+    #[test]
+    fn reordering_always_moves_the_target() {
+        for i in 0..30 {
+            let l = Layout::for_root(1, faultline_tasks::TaskKind::Grid, i);
+            let LayoutSpec::Grid(g) = &l.spec else {
+                unreachable!()
+            };
+            let t = g.items.iter().position(|it| it.label == g.target).unwrap();
+            for seed in 0..5 {
+                assert_ne!(reorder(g, seed)[t], t);
+            }
+        }
+    }
+
+    #[test]
+    fn german_months_and_numbers() {
+        assert_eq!(month_label("Mar", Some("de-DE")), "März");
+        assert_eq!(month_label("Mar", None), "Mar");
+        assert_eq!(number(57, Some("de-DE")), "57,0");
+    }
+}
