@@ -289,7 +289,7 @@ faults! {
         description: "the save request is answered 1.8-2.6 s late: the write is committed at once, the page only learns of it after the harness has observed",
         injection: "server middleware runs the save handler, then holds the response back",
         parameters: "the delay, 1800-2600 ms",
-        witness: "the route, the delay and when the held response was released",
+        witness: "the route and the delay applied",
         implies: "the note is saved (one committed write): the outcome happened, the observation is stale",
         outcome_holds: true,
         not_fired_when: "the page sent no save request",

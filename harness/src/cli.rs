@@ -36,6 +36,18 @@ pub enum Command {
     Record(RecordArgs),
     /// Rebuild the tables and report of a stored run from its database alone.
     Report(ReportArgs),
+    /// List the fault catalogue (or the tasks, policies or agents).
+    List(ListArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// What to list: `faults`, `tasks`, `policies` or `agents`.
+    #[arg(default_value = "faults")]
+    pub what: String,
+    /// Machine-readable JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -85,9 +97,14 @@ pub struct ServeArgs {
 
 #[derive(Debug, Args)]
 pub struct RecordArgs {
-    /// Which agent records: `oracle` (reads the target through CDP; needs no model).
+    /// Which agent records: `oracle` (reads the target through CDP; needs no model) or
+    /// `openai` (a real model through the `[openai]` and `[cassette]` config sections;
+    /// only replies that succeed on a clean page are kept).
     #[arg(long, default_value = "oracle")]
     pub agent: String,
+    /// Config with the `[openai]` and `[cassette]` sections (for `--agent openai`).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<String>,
     /// Root seed of the layouts to record.
     #[arg(long, default_value_t = faultline_tasks::seed::DEFAULT_ROOT_SEED)]
     pub seed: u64,
@@ -153,7 +170,96 @@ pub async fn dispatch(cli: Cli) -> Result<()> {
         Command::Serve(args) => serve(args).await,
         Command::Record(args) => record(args).await,
         Command::Report(args) => report(args),
+        Command::List(args) => list(args),
     }
+}
+
+fn list(args: ListArgs) -> Result<()> {
+    use faultline_faults::Fault;
+    let mut out = std::io::stdout().lock();
+    match args.what.as_str() {
+        "faults" => {
+            let mut faults: Vec<Fault> = Fault::ALL.to_vec();
+            faults.sort_by_key(|f| (f.layer().rank(), Fault::ALL.iter().position(|g| g == f)));
+            if args.json {
+                let specs: Vec<&faultline_faults::FaultSpec> =
+                    faults.iter().map(|f| f.spec()).collect();
+                writeln!(out, "{}", serde_json::to_string_pretty(&specs)?)?;
+                return Ok(());
+            }
+            let rows: Vec<[String; 6]> = faults
+                .iter()
+                .map(|f| {
+                    let s = f.spec();
+                    [
+                        s.id.to_string(),
+                        s.layer.to_string(),
+                        s.stage.to_string(),
+                        s.mechanism.to_string(),
+                        s.tasks
+                            .iter()
+                            .map(|t| t.name())
+                            .collect::<Vec<_>>()
+                            .join(","),
+                        s.description.to_string(),
+                    ]
+                })
+                .collect();
+            let header = ["id", "layer", "stage", "mechanism", "tasks", "description"];
+            let width = |i: usize| {
+                rows.iter()
+                    .map(|r| r[i].len())
+                    .chain([header[i].len()])
+                    .max()
+                    .unwrap_or(0)
+            };
+            let widths: Vec<usize> = (0..5).map(width).collect();
+            let line = |cells: [&str; 6]| {
+                let mut l = String::new();
+                for (i, c) in cells.iter().enumerate().take(5) {
+                    l.push_str(&format!("{c:<w$}  ", w = widths[i]));
+                }
+                l.push_str(cells[5]);
+                l
+            };
+            writeln!(out, "{}", line(header))?;
+            for r in &rows {
+                writeln!(out, "{}", line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]]))?;
+            }
+            writeln!(
+                out,
+                "\n{} faults in {} layers; select them with ids, globs (overlay.*), layer:NAME, stage:NAME, reference or all.",
+                faults.len(),
+                faultline_faults::Layer::ALL.len()
+            )?;
+        }
+        "tasks" => {
+            for t in TaskKind::ALL {
+                let l = faultline_tasks::Layout::for_root(
+                    faultline_tasks::seed::DEFAULT_ROOT_SEED,
+                    t,
+                    0,
+                );
+                writeln!(out, "{:<8} {}", t.name(), l.instruction().text)?;
+            }
+        }
+        "policies" => {
+            for p in faultline_policies::Registry::default().names() {
+                writeln!(out, "{p}")?;
+            }
+        }
+        "agents" => {
+            for a in crate::config::AGENTS {
+                writeln!(out, "{a}")?;
+            }
+        }
+        other => {
+            return Err(usage(anyhow!(
+                "list: unknown list `{other}` (expected faults, tasks, policies or agents)"
+            )))
+        }
+    }
+    Ok(())
 }
 
 async fn run(args: RunArgs) -> Result<()> {
@@ -247,9 +353,9 @@ async fn serve(args: ServeArgs) -> Result<()> {
 }
 
 async fn record(args: RecordArgs) -> Result<()> {
-    if args.agent != "oracle" {
+    if !matches!(args.agent.as_str(), "oracle" | "openai") {
         return Err(usage(anyhow!(
-            "--agent: unknown agent `{}` (available: oracle)",
+            "--agent: unknown agent `{}` (available: oracle, openai)",
             args.agent
         )));
     }
@@ -270,25 +376,55 @@ async fn record(args: RecordArgs) -> Result<()> {
         jobs: None,
         faults: None,
     };
-    let config = config::resolve(&config::load_text(None)?, &overrides)?;
+    let config = config::resolve(
+        &config::load_text(args.config.as_deref()).map_err(usage)?,
+        &overrides,
+    )
+    .map_err(usage)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
+    let agent = match args.agent.as_str() {
+        "openai" => Some(crate::runner::build_agent("openai", &config, &args.out)?),
+        _ => None,
+    };
+    let source = format!("model:{}", config.openai.model);
     let harness = Harness::start(&config).await?;
     let result = async {
         for task in tasks {
             let mut set = DecisionSet::default();
+            let mut rejected = Vec::new();
             for index in 0..args.layouts {
-                let d = crate::record::record_oracle(&harness.env, args.seed, task, index).await?;
-                set.decisions.push(d);
+                match &agent {
+                    None => set.decisions.push(
+                        crate::record::record_oracle(&harness.env, args.seed, task, index).await?,
+                    ),
+                    Some(agent) => match crate::record::record_with_agent(
+                        &harness.env,
+                        agent.as_ref(),
+                        &source,
+                        args.seed,
+                        task,
+                        index,
+                    )
+                    .await?
+                    {
+                        crate::record::Recorded::Kept(d) => set.decisions.push(d),
+                        crate::record::Recorded::Rejected(why) => rejected.push((index, why)),
+                    },
+                }
             }
             let path = args.out.join(format!("{task}.jsonl"));
             std::fs::write(&path, set.to_jsonl())
                 .with_context(|| format!("writing {}", path.display()))?;
             println!(
-                "{}: {} decisions, all verified on a clean page",
+                "{}: {} decisions kept, all verified on a clean page; {} rejected",
                 path.display(),
-                set.decisions.len()
+                set.decisions.len(),
+                rejected.len()
             );
+            for (index, why) in rejected {
+                println!("  layout {index}: {why}");
+            }
         }
         Ok::<_, anyhow::Error>(())
     }

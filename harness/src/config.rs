@@ -4,6 +4,8 @@
 //! Both forms are stored with the run: the config *as passed* (file text and flags) and
 //! *as resolved* (every default filled in), so a paper can cite exactly what ran.
 
+use crate::agent::cassette::CassetteMode;
+use crate::agent::openai::OpenAiConfig;
 use crate::episode::EpisodeLimits;
 use crate::roundtrip::Timing;
 use anyhow::{bail, Result};
@@ -27,8 +29,12 @@ pub fn default_jobs(cores: usize) -> usize {
 /// The embedded default experiment.
 pub const DEFAULT_CONFIG: &str = include_str!("../configs/default.toml");
 
+/// Every fault of the catalogue on every task it applies to.
+pub const CATALOGUE_CONFIG: &str = include_str!("../configs/catalogue.toml");
+
 /// Names accepted by `--config` besides file paths.
-pub const EMBEDDED: &[(&str, &str)] = &[("default", DEFAULT_CONFIG)];
+pub const EMBEDDED: &[(&str, &str)] =
+    &[("default", DEFAULT_CONFIG), ("catalogue", CATALOGUE_CONFIG)];
 
 /// The file format. Every field is optional; unknown fields are errors.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -47,6 +53,22 @@ pub struct ConfigFile {
     pub timing: Option<TimingFile>,
     pub browser: Option<BrowserFile>,
     pub recovery: Option<RecoveryFile>,
+    /// The OpenAI-compatible endpoint, for `recovery.agent = "openai"` and
+    /// `faultline record --agent openai`. The key is never here: it comes from
+    /// `FAULTLINE_API_KEY` or `OPENAI_API_KEY`.
+    pub openai: Option<OpenAiConfig>,
+    pub cassette: Option<CassetteFile>,
+}
+
+/// The `[cassette]` section: where model calls are recorded and replayed.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CassetteFile {
+    /// Default: `cassette.jsonl` in the run directory. Relative paths are relative to
+    /// the working directory.
+    pub path: Option<PathBuf>,
+    /// `record`, `replay` (no network call, ever) or `auto`.
+    pub mode: Option<String>,
 }
 
 /// The `[recovery]` section.
@@ -121,6 +143,25 @@ pub struct ExperimentConfig {
     pub image: Size,
     pub chromium: Option<PathBuf>,
     pub recovery: RecoveryConfig,
+    /// The model endpoint (defaults filled in), used only by the `openai` agent.
+    pub openai: OpenAiConfig,
+    pub cassette: CassetteConfig,
+}
+
+/// Where the cassette is and how it answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CassetteConfig {
+    pub path: Option<PathBuf>,
+    pub mode: CassetteMode,
+}
+
+impl CassetteConfig {
+    /// The cassette file of a run writing into `out`.
+    pub fn path_in(&self, out: &Path) -> PathBuf {
+        self.path
+            .clone()
+            .unwrap_or_else(|| out.join("cassette.jsonl"))
+    }
 }
 
 /// The recovery experiment, resolved.
@@ -137,7 +178,7 @@ pub struct RecoveryConfig {
 }
 
 /// Agents `recovery.agent` accepts.
-pub const AGENTS: &[&str] = &["replay", "scripted"];
+pub const AGENTS: &[&str] = &["replay", "scripted", "openai"];
 
 impl ExperimentConfig {
     /// The (task, fault) pairs of the detection experiment: every configured task with
@@ -159,6 +200,9 @@ impl ExperimentConfig {
             o.remove("jobs");
             o.remove("source");
             o.remove("chromium");
+            // Where the model calls come from does not change what the run is: a
+            // recorded run resumes from its cassette in replay mode.
+            o.remove("cassette");
         }
         v
     }
@@ -369,6 +413,24 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         &registry,
         &|key: &str| at(&format!("recovery.{key}")),
     )?;
+    let openai = file.openai.clone().unwrap_or_default();
+    if file.openai.is_some() || recovery.agent == "openai" {
+        openai
+            .validate()
+            .map_err(|e| anyhow::anyhow!("{}: {e}", at("openai")))?;
+    }
+    let cassette = CassetteConfig {
+        path: file.cassette.as_ref().and_then(|c| c.path.clone()),
+        mode: match file.cassette.as_ref().and_then(|c| c.mode.as_deref()) {
+            None | Some("auto") => CassetteMode::Auto,
+            Some("record") => CassetteMode::Record,
+            Some("replay") => CassetteMode::Replay,
+            Some(other) => bail!(
+                "{}: unknown cassette mode `{other}` (expected record, replay or auto)",
+                at("cassette.mode")
+            ),
+        },
+    };
     Ok(ExperimentConfig {
         source: config.name.clone(),
         seed,
@@ -383,6 +445,8 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         chromium: file.browser.and_then(|b| b.executable),
         faults,
         recovery,
+        openai,
+        cassette,
     })
 }
 
@@ -503,12 +567,98 @@ mod tests {
         let c = resolve(&load_text(None).unwrap(), &Overrides::default()).unwrap();
         assert_eq!(c.seed, DEFAULT_ROOT_SEED);
         assert_eq!(c.layouts, 40);
-        assert_eq!(c.tasks, TaskKind::ALL.to_vec());
+        assert_eq!(c.tasks, TaskKind::REFERENCE.to_vec());
+        let mut faults = c.faults.clone();
+        faults.sort();
+        assert_eq!(faults, Fault::STAGE.to_vec());
+        assert_eq!(c.detection_pairs().len(), 4);
+        assert!(c.recovery.enabled);
+        assert_eq!((c.recovery.layouts, c.recovery.runs), (20, 3));
+        assert_eq!(
+            c.recovery.policies,
+            vec!["unverified", "generic", "outcome"]
+        );
         assert_eq!(
             c.policies,
             vec!["unverified", "generic", "pixel", "outcome"]
         );
         assert_eq!(c.decisions, DecisionSource::Auto);
+    }
+
+    #[test]
+    fn embedded_catalogue_selects_every_fault_on_every_task() {
+        let c = resolve(
+            &load_text(Some("catalogue")).unwrap(),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.tasks, TaskKind::ALL.to_vec());
+        assert_eq!(c.faults.len(), Fault::ALL.len());
+        let pairs: usize = Fault::ALL.iter().map(|f| f.tasks().len()).sum();
+        assert_eq!(c.detection_pairs().len(), pairs);
+        assert_eq!(c.recovery_pairs().len(), pairs);
+        assert!(c.recovery.enabled);
+    }
+
+    #[test]
+    fn fault_selectors_resolve_and_bad_ones_say_where() {
+        let c = resolve(&text("faults = [\"overlay.*\"]\n"), &Overrides::default()).unwrap();
+        // overlay faults apply to grid, frame and chart, all reference tasks.
+        assert!(c
+            .faults
+            .iter()
+            .all(|f| f.layer() == faultline_faults::Layer::Overlay));
+        assert!(c.detection_pairs().iter().all(|(t, f)| f.applies_to(*t)));
+        let e = resolve(
+            &text("\nfaults = [\"overlay.cookie_baner\"]\n"),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("exp.toml:2: faults: unknown fault"), "{e}");
+        assert!(e.contains("overlay.cookie_banner"), "{e}");
+        // A fault that needs a task the config does not run.
+        let e = resolve(
+            &text("tasks = [\"grid\"]\nfaults = [\"http.rate_limited\"]\n"),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("none of the selected faults applies"), "{e}");
+        let o = Overrides {
+            faults: Some(vec!["layer:nope".into()]),
+            ..Overrides::default()
+        };
+        let e = resolve(&text(""), &o).unwrap_err().to_string();
+        assert!(e.starts_with("--faults: unknown layer"), "{e}");
+    }
+
+    #[test]
+    fn recovery_errors_name_their_table() {
+        let e = resolve(
+            &text("policies = [\"outcome\"]\n[recovery]\nruns = 0\n"),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("exp.toml:3: recovery.runs: expected"), "{e}");
+        let e = resolve(
+            &text("[recovery]\nagent = \"gpt\"\n"),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("exp.toml:2: recovery.agent: unknown agent `gpt`"),
+            "{e}"
+        );
+        // Recovery never asks for more layouts than detection has.
+        let c = resolve(
+            &text("layouts = 4\n[recovery]\nlayouts = 20\n"),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.recovery.layouts, 4);
     }
 
     #[test]

@@ -31,6 +31,14 @@ fn main() {
     // Dropping the runtime drops the browser handles, which kill Chromium.
     drop(runtime);
     if let Err(e) = result {
+        // `faultline list faults | head` closing the pipe early is not an error.
+        let broken_pipe = e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        });
+        if broken_pipe {
+            std::process::exit(0);
+        }
         eprintln!("faultline: error: {e:#}");
         std::process::exit(exit_code(&e));
     }

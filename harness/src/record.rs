@@ -147,3 +147,86 @@ pub async fn record_oracle(
     }
     Ok(decision)
 }
+
+/// What recording one layout with a model gave.
+pub enum Recorded {
+    /// The reply parsed and succeeded on a clean page, per the ledger.
+    Kept(Decision),
+    /// Not kept, and why (the reply, the parse error or the ledger's verdict).
+    Rejected(String),
+}
+
+/// Records one layout with an agent (a real model through the `openai` agent): the agent
+/// sees the clean page's observation and replies; the decision is replayed on a fresh
+/// clean page and kept only if the ledger confirms it.
+pub async fn record_with_agent(
+    env: &TrialEnv,
+    agent: &dyn crate::agent::Agent,
+    source: &str,
+    root_seed: u64,
+    task: TaskKind,
+    index: u32,
+) -> Result<Recorded> {
+    let layout = Layout::for_root(root_seed, task, index);
+    let image = faultline_tasks::layout::IMAGE;
+    let mut page = env.pages.take().await?;
+    let scope = Scope::random();
+    let reply = async {
+        page.goto(&env.server.page_url(&scope, &layout)).await?;
+        let mut rt = RoundTrip::new(&mut page, &layout, None, image, env.timing);
+        let (observation, _) = rt.observe_now().await?;
+        let instruction = layout.instruction();
+        let view = crate::agent::AgentView {
+            instruction: &instruction,
+            observation: &observation,
+            feedback: None,
+            history: &[],
+            budget_left: crate::episode::EpisodeLimits::default().budget,
+            step: 0,
+            image,
+            seed: faultline_tasks::seed::derive(
+                root_seed,
+                &["record", task.name(), &index.to_string()],
+            ),
+        };
+        agent
+            .reply(view)
+            .await
+            .map_err(|e| anyhow!("{task} layout {index}: {e}"))
+    }
+    .await;
+    page.close().await;
+    let _ = env.scorer.score(&scope, &layout);
+    let reply = reply?;
+    let actions = match parse_reply(&reply.text) {
+        Ok(a) => a,
+        Err(e) => {
+            return Ok(Recorded::Rejected(format!(
+                "the reply did not parse ({e}): {:?}",
+                reply.text
+            )))
+        }
+    };
+    let decision = Decision {
+        schema: DECISION_SCHEMA,
+        task,
+        root_seed,
+        layout_index: index,
+        layout_seed: layout.seed,
+        instruction: layout.instruction().text,
+        actions,
+        reply: reply.text,
+        image,
+        viewport: env.viewport,
+        source: source.to_string(),
+    };
+    if let Err(e) = decision.validate() {
+        return Ok(Recorded::Rejected(e));
+    }
+    let check = run_trial(env, &decision, None).await?;
+    Ok(if check.truth.achieved {
+        Recorded::Kept(decision)
+    } else {
+        Recorded::Rejected(format!("failed on a clean page: {}", check.truth.detail))
+    })
+}

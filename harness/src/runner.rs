@@ -6,6 +6,8 @@
 //! scope. Each trial is stored atomically under a stable key, so an interrupted run
 //! resumes by skipping the keys it already has.
 
+use crate::agent::cassette::Cassette;
+use crate::agent::openai::OpenAiAgent;
 use crate::agent::scripted::ScriptedAgent;
 use crate::agent::{Agent, ReplayAgent};
 use crate::browser::{find_chromium, BrowserHandle};
@@ -145,8 +147,18 @@ pub async fn run(req: RunRequest) -> Result<RunSummary> {
         _ => {}
     }
 
+    // The agent is built before the browser starts, so a bad endpoint config or a
+    // missing replay cassette stops the run before any trial.
+    let agent = match req.config.recovery.enabled {
+        true => Some(build_agent(
+            &req.config.recovery.agent,
+            &req.config,
+            &req.out,
+        )?),
+        false => None,
+    };
     let harness = Harness::start(&req.config).await?;
-    let result = run_with(&req, &harness, &mut db, &identity, preloaded).await;
+    let result = run_with(&req, &harness, &mut db, &identity, preloaded, agent).await;
     harness.shutdown().await;
     result
 }
@@ -157,6 +169,7 @@ async fn run_with(
     db: &mut ResultsDb,
     identity: &str,
     preloaded: Option<(DecisionSet, String)>,
+    agent: Option<Arc<dyn Agent>>,
 ) -> Result<RunSummary> {
     let env = harness.env.clone();
     let config = &req.config;
@@ -197,10 +210,9 @@ async fn run_with(
     let shots = req.out.join("shots");
     std::fs::create_dir_all(&shots)?;
     let detection = run_detection(req, &env, db, &decisions.0, &shots).await?;
-    let recovery = if config.recovery.enabled {
-        Some(run_recovery(req, &env, db, &decisions.0, &shots).await?)
-    } else {
-        None
+    let recovery = match agent {
+        Some(agent) => Some(run_recovery(req, &env, db, &decisions.0, &shots, agent).await?),
+        None => None,
     };
 
     let analysis = faultline_analysis::report::default_config(db)?;
@@ -289,12 +301,11 @@ async fn run_detection(
             continue;
         }
         for index in 0..config.layouts {
-            let decision = Arc::new(
-                decisions
-                    .find(*task, config.seed, index)
-                    .ok_or_else(|| anyhow!("no decision for {task} layout {index}"))?
-                    .clone(),
-            );
+            // Only a decision file can lack layouts (see `preload_decisions`).
+            let Some(decision) = decisions.find(*task, config.seed, index) else {
+                continue;
+            };
+            let decision = Arc::new(decision.clone());
             let mut conditions: Vec<Option<Fault>> = faults.iter().copied().map(Some).collect();
             conditions.push(None);
             for fault in conditions {
@@ -373,10 +384,10 @@ async fn run_recovery(
     db: &mut ResultsDb,
     decisions: &DecisionSet,
     shots: &Path,
+    agent: Arc<dyn Agent>,
 ) -> Result<PhaseSummary> {
     let config = &req.config;
     let rc = &config.recovery;
-    let agent: Arc<dyn Agent> = build_agent(&rc.agent)?;
     let registry = Registry::default();
     let mut policies: BTreeMap<String, Arc<dyn VerificationPolicy>> = BTreeMap::new();
     for name in &rc.policies {
@@ -391,9 +402,9 @@ async fn run_recovery(
         for policy in &rc.policies {
             for run in 0..rc.runs {
                 for index in 0..rc.layouts {
-                    let decision = decisions
-                        .find(task, config.seed, index)
-                        .ok_or_else(|| anyhow!("no decision for {task} layout {index}"))?;
+                    let Some(decision) = decisions.find(task, config.seed, index) else {
+                        continue;
+                    };
                     let key = format!(
                         "recovery/{task}/{}/{policy}/{}/r{run}/{index:03}",
                         fault.id(),
@@ -464,11 +475,21 @@ async fn run_recovery(
     })
 }
 
-/// Builds the agent a config names.
-pub fn build_agent(name: &str) -> Result<Arc<dyn Agent>> {
+/// Builds the agent a config names; the `openai` agent's cassette lives in `out` unless
+/// the config says where.
+pub fn build_agent(name: &str, config: &ExperimentConfig, out: &Path) -> Result<Arc<dyn Agent>> {
     Ok(match name {
         "replay" => Arc::new(ReplayAgent),
         "scripted" => Arc::new(ScriptedAgent),
+        "openai" => {
+            let path = config.cassette.path_in(out);
+            let cassette =
+                Cassette::open(&path, config.cassette.mode).map_err(|e| anyhow!(UsageError(e)))?;
+            Arc::new(
+                OpenAiAgent::new(config.openai.clone(), Arc::new(cassette))
+                    .map_err(|e| anyhow!(UsageError(e.0)))?,
+            )
+        }
         other => bail!(UsageError(format!(
             "unknown agent `{other}` (available: {})",
             crate::config::AGENTS.join(", ")
@@ -553,16 +574,30 @@ fn preload_decisions(config: &ExperimentConfig) -> Result<Option<(DecisionSet, S
     match &config.decisions {
         DecisionSource::File(path) => {
             let set = DecisionSet::load(path)?;
+            // Recorded model decisions keep only the layouts the model got right on a
+            // clean page: missing layouts are skipped (and said so), a task with none at
+            // all is an error.
             let missing = missing_decisions(config, &set);
-            if let Some((t, i)) = missing.first() {
-                bail!(UsageError(format!(
-                    "{}: no decision for {t} layout {i} under root seed {} ({} missing in all)",
-                    path.display(),
-                    config.seed,
-                    missing.len()
-                )));
+            for task in &config.tasks {
+                if missing.iter().filter(|(t, _)| t == task).count() == config.layouts as usize {
+                    bail!(UsageError(format!(
+                        "{}: no decision for any {task} layout under root seed {} (expected layouts 0 to {})",
+                        path.display(),
+                        config.seed,
+                        config.layouts - 1
+                    )));
+                }
             }
-            Ok(Some((set, path.display().to_string())))
+            let note = if missing.is_empty() {
+                path.display().to_string()
+            } else {
+                format!(
+                    "{} ({} task-layouts have no decision and are skipped)",
+                    path.display(),
+                    missing.len()
+                )
+            };
+            Ok(Some((set, note)))
         }
         DecisionSource::Auto => {
             let embedded = faultline_tasks::decision::embedded_default()?;

@@ -5,11 +5,17 @@ mod common;
 use faultline_analysis::db::ResultsDb;
 use std::collections::BTreeSet;
 
-fn tables(dir: &std::path::Path) -> (String, String) {
-    (
-        std::fs::read_to_string(dir.join("detection.csv")).unwrap(),
-        std::fs::read_to_string(dir.join("false_alarms.csv")).unwrap(),
-    )
+fn tables(dir: &std::path::Path) -> Vec<String> {
+    [
+        "detection.csv",
+        "false_alarms.csv",
+        "recovery.csv",
+        "recovery_summary.csv",
+        "detection_recovery.csv",
+    ]
+    .iter()
+    .map(|f| std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}")))
+    .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -22,16 +28,22 @@ async fn same_seed_same_tables_and_an_interrupted_run_resumes_without_duplicates
     );
     let layouts = 3;
     let total = 4 * layouts as usize * 2;
+    // 4 tasks x 2 recovery layouts x 2 policies x 1 run.
+    let episodes = 4 * 2 * 2;
 
     let first = common::run_into(&a, layouts, false, None).await;
     assert_eq!((first.trials_total, first.trials_run), (total, total));
+    let rec = first.recovery.clone().expect("the recovery phase ran");
+    assert_eq!((rec.total, rec.run), (episodes, episodes));
     common::run_into(&b, layouts, false, None).await;
     assert_eq!(
         tables(&a),
         tables(&b),
         "same seed and config, byte-identical tables"
     );
-    let (detection, false_alarms) = tables(&a);
+    let t = tables(&a);
+    let (detection, false_alarms) = (&t[0], &t[1]);
+    assert_eq!(t[2].lines().count(), 1 + episodes, "a row per episode");
     assert_eq!(
         detection.lines().count(),
         1 + 4 * 4,
@@ -43,9 +55,11 @@ async fn same_seed_same_tables_and_an_interrupted_run_resumes_without_duplicates
         "a row per task x policy"
     );
 
-    // Interrupted after 5 trials, then resumed.
-    let partial = common::run_into(&c, layouts, false, Some(5)).await;
+    // Interrupted after 5 trials (before any episode), resumed and interrupted again
+    // after 3 episodes, then resumed to the end.
+    let partial = common::run_limited(&c, layouts, false, Some(5), Some(0)).await;
     assert_eq!(partial.trials_run, 5);
+    assert_eq!(partial.recovery.as_ref().unwrap().run, 0);
     assert_eq!(
         ResultsDb::open_read_only(&c.join("results.sqlite"))
             .unwrap()
@@ -53,8 +67,13 @@ async fn same_seed_same_tables_and_an_interrupted_run_resumes_without_duplicates
             .unwrap(),
         5
     );
+    let middle = common::run_limited(&c, layouts, true, None, Some(3)).await;
+    assert_eq!((middle.trials_skipped, middle.trials_run), (5, total - 5));
+    assert_eq!(middle.recovery.as_ref().unwrap().run, 3);
     let resumed = common::run_into(&c, layouts, true, None).await;
-    assert_eq!((resumed.trials_skipped, resumed.trials_run), (5, total - 5));
+    assert_eq!(resumed.trials_run, 0);
+    let r = resumed.recovery.as_ref().unwrap();
+    assert_eq!((r.skipped, r.run), (3, episodes - 3));
     assert_eq!(
         tables(&c),
         tables(&a),
@@ -65,9 +84,23 @@ async fn same_seed_same_tables_and_an_interrupted_run_resumes_without_duplicates
     let keys: BTreeSet<_> = trials.iter().map(|t| t.trial_key.clone()).collect();
     assert_eq!((trials.len(), keys.len()), (total, total));
     assert_eq!(db.count("verdicts").unwrap(), total as u64 * 4);
+    assert_eq!(db.count("episodes").unwrap(), episodes as u64);
+    let eps = db.episodes().unwrap();
+    let ep_keys: BTreeSet<_> = eps.iter().map(|e| e.episode_key.clone()).collect();
+    assert_eq!(ep_keys.len(), episodes);
+    for e in &eps {
+        let steps = db.episode_steps(&e.episode_key).unwrap();
+        assert_eq!(steps.len() as u32, e.steps, "{}", e.episode_key);
+        assert_eq!(steps[0].source, "decision");
+        assert_ne!(e.episode_seed, 0);
+        for s in steps.iter().filter_map(|s| s.screenshot.as_ref()) {
+            assert!(c.join(s).is_file(), "{s}");
+        }
+    }
     // Resuming a finished run runs nothing.
     let again = common::run_into(&c, layouts, true, None).await;
     assert_eq!(again.trials_run, 0);
+    assert_eq!(again.recovery.as_ref().unwrap().run, 0);
     // The report rebuilds from the database alone, with no Chromium anywhere on the PATH.
     let copy = tmp.path().join("copy");
     std::fs::create_dir_all(&copy).unwrap();
@@ -93,6 +126,11 @@ async fn same_seed_same_tables_and_an_interrupted_run_resumes_without_duplicates
         "plots/paired_differences.svg",
         "plots/click_overlay.svg",
         "plots/click_overlay.png",
+        "recovery.csv",
+        "recovery_summary.csv",
+        "detection_recovery.csv",
+        "recovery_comparisons.csv",
+        "plots/recovery_bars.svg",
     ] {
         assert_eq!(
             std::fs::read(a.join(file)).unwrap(),

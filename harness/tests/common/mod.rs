@@ -31,13 +31,42 @@ pub async fn harness_with_jobs(jobs: usize) -> Harness {
         .expect("fixture server and Chromium start")
 }
 
+/// The default experiment with a small recovery phase: 2 layouts, 2 policies, 1 run.
+pub const SMALL_RECOVERY: &str = r#"
+seed = 1
+tasks = ["search", "grid", "frame", "chart"]
+policies = ["unverified", "generic", "pixel", "outcome"]
+decisions = "auto"
+faults = ["reference"]
+[recovery]
+enabled = true
+layouts = 2
+policies = ["unverified", "outcome"]
+runs = 1
+agent = "scripted"
+"#;
+
 pub async fn run_into(
     out: &Path,
     layouts: u32,
     resume: bool,
     max_trials: Option<usize>,
 ) -> RunSummary {
-    let text = config::load_text(None).unwrap();
+    run_limited(out, layouts, resume, max_trials, None).await
+}
+
+/// A run of [`SMALL_RECOVERY`] that may stop early (trials, then episodes).
+pub async fn run_limited(
+    out: &Path,
+    layouts: u32,
+    resume: bool,
+    max_trials: Option<usize>,
+    max_episodes: Option<usize>,
+) -> RunSummary {
+    let text = config::ConfigText {
+        name: "small-recovery.toml".into(),
+        text: SMALL_RECOVERY.into(),
+    };
     let overrides = Overrides {
         seed: None,
         layouts: Some(layouts),
@@ -52,7 +81,7 @@ pub async fn run_into(
         config_text: text,
         overrides,
         max_trials,
-        max_episodes: None,
+        max_episodes,
         progress: false,
     })
     .await
