@@ -237,6 +237,24 @@ pub struct PhaseSummary {
     pub wall: Duration,
 }
 
+/// Of a phase's `items` (fixed before anything runs), those not yet stored, at most
+/// `max`: returns (total, already stored, to run).
+fn pending<T>(
+    items: Vec<T>,
+    key: impl Fn(&T) -> &String,
+    finished: &std::collections::BTreeSet<String>,
+    max: Option<usize>,
+) -> (usize, usize, Vec<T>) {
+    let total = items.len();
+    let todo: Vec<T> = items
+        .into_iter()
+        .filter(|i| !finished.contains(key(i)))
+        .collect();
+    let skipped = total - todo.len();
+    let todo = todo.into_iter().take(max.unwrap_or(usize::MAX)).collect();
+    (total, skipped, todo)
+}
+
 fn progress_bar(show: bool, what: &str, total: usize, skipped: usize) -> ProgressBar {
     if !show {
         return ProgressBar::hidden();
@@ -322,16 +340,7 @@ async fn run_detection(
             }
         }
     }
-    let total = specs.len();
-    let todo: Vec<TrialSpec> = specs
-        .into_iter()
-        .filter(|s| !finished.contains(&s.key))
-        .collect();
-    let skipped = total - todo.len();
-    let todo: Vec<TrialSpec> = match req.max_trials {
-        Some(n) => todo.into_iter().take(n).collect(),
-        None => todo,
-    };
+    let (total, skipped, todo) = pending(specs, |s| &s.key, &finished, req.max_trials);
     let bar = progress_bar(req.progress, "detection", total, skipped);
     let started = Instant::now();
     let mut run = 0usize;
@@ -422,16 +431,7 @@ async fn run_recovery(
             }
         }
     }
-    let total = tasks.len();
-    let todo: Vec<EpisodeTask> = tasks
-        .into_iter()
-        .filter(|t| !finished.contains(&t.key))
-        .collect();
-    let skipped = total - todo.len();
-    let todo: Vec<EpisodeTask> = match req.max_episodes {
-        Some(n) => todo.into_iter().take(n).collect(),
-        None => todo,
-    };
+    let (total, skipped, todo) = pending(tasks, |t| &t.key, &finished, req.max_episodes);
     let bar = progress_bar(req.progress, "recovery ", total, skipped);
     let started = Instant::now();
     let mut run = 0usize;

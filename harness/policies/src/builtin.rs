@@ -222,22 +222,18 @@ fn judge_note_saved(ev: &Evidence<'_>, text: &str) -> Judgement {
 }
 
 fn judge_option(ev: &Evidence<'_>, option: &str) -> Judgement {
-    let selects: Vec<&str> = ev
-        .after_state
-        .frames
-        .iter()
-        .flat_map(|f| f.controls.iter())
-        .filter(|c| c.tag == "select")
-        .map(|c| c.value.as_str())
-        .collect();
-    let before: Vec<&str> = ev
-        .before_state
-        .frames
-        .iter()
-        .flat_map(|f| f.controls.iter())
-        .filter(|c| c.tag == "select")
-        .map(|c| c.value.as_str())
-        .collect();
+    let menus = |state: &'_ crate::evidence::PageState| -> Vec<String> {
+        state
+            .frames
+            .iter()
+            .flat_map(|f| f.controls.iter())
+            .filter(|c| c.tag == "select")
+            .map(|c| c.value.clone())
+            .collect()
+    };
+    let (selects, before) = (menus(ev.after_state), menus(ev.before_state));
+    let selects: Vec<&str> = selects.iter().map(String::as_str).collect();
+    let before: Vec<&str> = before.iter().map(String::as_str).collect();
     if selects.contains(&option) {
         Judgement::new(Verdict::Success, format!("The menu reads {option:?}."))
     } else if selects == before {
