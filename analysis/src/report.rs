@@ -73,9 +73,8 @@ pub fn write_all(
     let detection = tables::detection(&trials, &verdicts, &policies);
     let false_alarms = tables::false_alarms(&trials, &verdicts, &policies);
     let firing = tables::firing(&trials);
-    // Firing rows are sorted by fault, so dedup leaves each fault once, in report order.
-    let mut faults: Vec<String> = firing.iter().map(|f| f.fault.clone()).collect();
-    faults.dedup();
+    // Each fault once, in report order (firing rows are sorted by layer, then fault).
+    let faults = distinct(firing.iter().map(|f| f.fault.clone()));
     let comparisons = compare::comparisons(&trials, &verdicts, &policies, &faults, cfg);
     let pooled = compare::pooled_caught(&trials, &verdicts, &policies);
     let episodes = db.episodes()?;
@@ -229,6 +228,15 @@ pub fn write_all(
     })?;
     write(&files.report_md, &md)?;
     Ok(files)
+}
+
+/// The distinct values in the order they first occur.
+fn distinct(values: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    values
+        .into_iter()
+        .filter(|v| seen.insert(v.clone()))
+        .collect()
 }
 
 fn short_fault(fault: &str) -> &str {
@@ -425,12 +433,12 @@ fn markdown(s: &Sections<'_>) -> Result<String> {
     );
 
     md.push_str("## Fault firing\n\n");
-    md.push_str("| fault | stage | task | faulty trials | fired | not fired |\n|---|---|---|---:|---:|---:|\n");
+    md.push_str("| layer | fault | stage | task | faulty trials | fired | not fired |\n|---|---|---|---|---:|---:|---:|\n");
     for r in s.firing {
         let _ = writeln!(
             md,
-            "| `{}` | {} | {} | {} | {} | {} |",
-            r.fault, r.stage, r.task, r.faulty_trials, r.fired, r.not_fired
+            "| {} | `{}` | {} | {} | {} | {} | {} |",
+            r.layer, r.fault, r.stage, r.task, r.faulty_trials, r.fired, r.not_fired
         );
     }
     md.push_str("\nHow to read it: a faulty trial *fired* when its fault left a witness (the corrupted text, the unscaled point, the rewritten message, the early capture); trials whose fault did not fire are excluded from the detection table, never counted as caught or missed.\n\n");
@@ -440,11 +448,12 @@ fn markdown(s: &Sections<'_>) -> Result<String> {
     }
 
     md.push_str("## Detection\n\n");
-    let _ = writeln!(md, "| fault | task | policy | n (fired) | caught | missed | caught rate [{level} CI] | alarms |\n|---|---|---|---:|---:|---:|---:|---:|");
+    let _ = writeln!(md, "| layer | fault | task | policy | n (fired) | caught | missed | caught rate [{level} CI] | alarms |\n|---|---|---|---|---:|---:|---:|---:|---:|");
     for r in s.detection {
         let _ = writeln!(
             md,
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            r.layer,
             r.fault,
             r.task,
             r.policy,

@@ -9,10 +9,15 @@
 //!   are counted separately and never as caught or missed.
 //! - On a working trial, a *false alarm* is a verdict other than `Success` on a trial
 //!   where the ledger confirms the outcome.
+//!
+//! Rows about faults are ordered by the catalogue's layer ([`LAYERS`], unknown layers
+//! last), then the fault id, then the task ([`task_rank`]), then the policy (run order).
+//! A trial's layer is the stored one; version-1 databases store none, and their four
+//! reference faults get theirs from the stage ([`trial_layer`]).
 
 use crate::compare::{ci_columns, AnalysisConfig};
 use crate::db::{TrialRow, VerdictRow};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 /// One row of `detection.csv`.
@@ -20,6 +25,8 @@ use std::fmt::Write as _;
 pub struct DetectionRow {
     pub fault: String,
     pub stage: String,
+    /// The fault's catalogue layer ([`trial_layer`]).
+    pub layer: String,
     pub task: String,
     pub policy: String,
     pub fired: u64,
@@ -44,22 +51,61 @@ pub struct FalseAlarmRow {
 pub struct FiringRow {
     pub fault: String,
     pub stage: String,
+    /// The fault's catalogue layer ([`trial_layer`]).
+    pub layer: String,
     pub task: String,
     pub faulty_trials: u64,
     pub fired: u64,
     pub not_fired: u64,
+    /// The distinct `not_fired_reason`s stored with the trials that did not fire, sorted.
+    pub not_fired_reasons: Vec<String>,
+    /// Trials that did not fire and store no reason (version-1 databases).
+    pub not_fired_unexplained: u64,
 }
 
-/// Orders for stable output: stage order, then the names as given.
-fn stage_rank(stage: &str) -> usize {
-    ["parse", "execute", "feedback", "observe"]
+/// The catalogue's ten layers, in report order.
+pub const LAYERS: [&str; 10] = [
+    "transport",
+    "http",
+    "resource",
+    "overlay",
+    "layout",
+    "dom",
+    "execution",
+    "semantic",
+    "tool",
+    "self_report",
+];
+
+/// The layer of a faulty trial whose row stores none and whose stage is not one of the
+/// four reference stages.
+pub const UNKNOWN_LAYER: &str = "unknown";
+
+/// A layer's place in [`LAYERS`]; unknown layers last.
+pub(crate) fn layer_rank(layer: &str) -> usize {
+    LAYERS
         .iter()
-        .position(|s| *s == stage)
+        .position(|l| *l == layer)
         .unwrap_or(usize::MAX)
 }
 
+/// A trial's catalogue layer: the stored one, or, in a version-1 database (no layer
+/// column values), the reference mapping of the four stage faults' stages (`parse`,
+/// `feedback`, `observe` are the harness's own tool, `execute` is execution), else
+/// [`UNKNOWN_LAYER`].
+pub fn trial_layer(t: &TrialRow) -> String {
+    match (t.layer.as_deref(), t.stage.as_deref()) {
+        (Some(layer), _) => layer.to_string(),
+        (None, Some("parse" | "feedback" | "observe")) => "tool".into(),
+        (None, Some("execute")) => "execution".into(),
+        (None, _) => UNKNOWN_LAYER.into(),
+    }
+}
+
+/// Tasks in the order of the task catalogue, then any others alphabetically (with the
+/// name as the second key).
 pub(crate) fn task_rank(task: &str) -> usize {
-    ["search", "grid", "frame", "chart"]
+    ["search", "grid", "frame", "chart", "form", "select"]
         .iter()
         .position(|s| *s == task)
         .unwrap_or(usize::MAX)
@@ -73,8 +119,21 @@ pub(crate) fn policy_rank(order: &[String], policy: &str) -> (usize, String) {
     )
 }
 
-/// Sort key of a detection row: stage, fault, task and policy ranks with their names.
-type DetectionKey = (usize, String, usize, String, (usize, String));
+/// Sort key of a fault x task row: layer rank and name, fault, task rank and name.
+pub(crate) type FaultTaskKey = (usize, String, String, usize, String);
+
+pub(crate) fn fault_task_key(layer: &str, fault: &str, task: &str) -> FaultTaskKey {
+    (
+        layer_rank(layer),
+        layer.to_string(),
+        fault.to_string(),
+        task_rank(task),
+        task.to_string(),
+    )
+}
+
+/// Sort key of a detection row: the fault x task key, then the policy rank and name.
+type DetectionKey = (FaultTaskKey, (usize, String));
 
 /// Verdicts indexed by trial key.
 pub fn index_verdicts(verdicts: &[VerdictRow]) -> HashMap<&str, Vec<&VerdictRow>> {
@@ -99,17 +158,16 @@ pub fn detection(
     {
         let fault = t.fault.clone().unwrap_or_default();
         let stage = t.stage.clone().unwrap_or_default();
+        let layer = trial_layer(t);
         for v in by_trial.get(t.trial_key.as_str()).into_iter().flatten() {
             let key = (
-                stage_rank(&stage),
-                fault.clone(),
-                task_rank(&t.task),
-                t.task.clone(),
+                fault_task_key(&layer, &fault, &t.task),
                 policy_rank(policies, &v.policy),
             );
             let row = acc.entry(key).or_insert_with(|| DetectionRow {
                 fault: fault.clone(),
                 stage: stage.clone(),
+                layer: layer.clone(),
                 task: t.task.clone(),
                 policy: v.policy.clone(),
                 fired: 0,
@@ -168,38 +226,52 @@ pub fn false_alarms(
     acc.into_values().collect()
 }
 
-/// How often each fault fired.
+/// How often each fault fired per task, and why it did not when it did not: the distinct
+/// stored reasons (the catalogue's explanation of when the fault cannot fire).
 pub fn firing(trials: &[TrialRow]) -> Vec<FiringRow> {
-    let mut acc: BTreeMap<(usize, String, usize, String), FiringRow> = BTreeMap::new();
+    let mut acc: BTreeMap<FaultTaskKey, (FiringRow, BTreeSet<String>)> = BTreeMap::new();
     for t in trials
         .iter()
         .filter(|t| t.experiment == "detection" && t.condition == "faulty")
     {
         let fault = t.fault.clone().unwrap_or_default();
         let stage = t.stage.clone().unwrap_or_default();
-        let row = acc
-            .entry((
-                stage_rank(&stage),
-                fault.clone(),
-                task_rank(&t.task),
-                t.task.clone(),
-            ))
-            .or_insert_with(|| FiringRow {
-                fault: fault.clone(),
-                stage: stage.clone(),
-                task: t.task.clone(),
-                faulty_trials: 0,
-                fired: 0,
-                not_fired: 0,
+        let layer = trial_layer(t);
+        let (row, reasons) = acc
+            .entry(fault_task_key(&layer, &fault, &t.task))
+            .or_insert_with(|| {
+                let row = FiringRow {
+                    fault: fault.clone(),
+                    stage: stage.clone(),
+                    layer: layer.clone(),
+                    task: t.task.clone(),
+                    faulty_trials: 0,
+                    fired: 0,
+                    not_fired: 0,
+                    not_fired_reasons: Vec::new(),
+                    not_fired_unexplained: 0,
+                };
+                (row, BTreeSet::new())
             });
         row.faulty_trials += 1;
         if t.fired == Some(true) {
             row.fired += 1;
         } else {
             row.not_fired += 1;
+            match &t.not_fired_reason {
+                Some(reason) => {
+                    reasons.insert(reason.clone());
+                }
+                None => row.not_fired_unexplained += 1,
+            }
         }
     }
-    acc.into_values().collect()
+    acc.into_values()
+        .map(|(mut row, reasons)| {
+            row.not_fired_reasons = reasons.into_iter().collect();
+            row
+        })
+        .collect()
 }
 
 /// Quotes a CSV field when needed (RFC 4180).
@@ -211,15 +283,16 @@ pub fn csv_field(s: &str) -> String {
     }
 }
 
-/// `detection.csv`; the interval is on caught/fired.
+/// `detection.csv`; the interval is on caught/fired. `layer` comes last, so the columns
+/// before it are those of earlier releases.
 pub fn detection_csv(rows: &[DetectionRow], cfg: &AnalysisConfig) -> String {
     let mut out = String::from(
-        "fault,stage,task,policy,fired,caught,missed,alarms,ci_low,ci_high,ci_method\n",
+        "fault,stage,task,policy,fired,caught,missed,alarms,ci_low,ci_high,ci_method,layer\n",
     );
     for r in rows {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{}",
             csv_field(&r.fault),
             csv_field(&r.stage),
             csv_field(&r.task),
@@ -228,7 +301,8 @@ pub fn detection_csv(rows: &[DetectionRow], cfg: &AnalysisConfig) -> String {
             r.caught,
             r.missed,
             r.alarms,
-            ci_columns(cfg.proportion(r.caught, r.fired).as_ref())
+            ci_columns(cfg.proportion(r.caught, r.fired).as_ref()),
+            csv_field(&r.layer),
         );
     }
     out
@@ -331,6 +405,160 @@ mod tests {
             false_alarms_csv(&rows, &AnalysisConfig::for_run(1)),
             "task,policy,n_working,false_alarms,ci_low,ci_high,ci_method\ngrid,generic,2,1,0.2065,1.0000,wilson\n"
         );
+    }
+
+    /// A fired faulty trial of `fault` on `task` with the given stored layer and stage.
+    fn faulty(key: &str, fault: &str, stage: &str, layer: Option<&str>, task: &str) -> TrialRow {
+        let mut t = row(key);
+        t.fault = Some(fault.into());
+        t.stage = Some(stage.into());
+        t.layer = layer.map(str::to_string);
+        t.task = task.into();
+        t
+    }
+
+    #[test]
+    fn rows_are_ordered_by_layer_fault_task_and_policy() {
+        let trials = vec![
+            faulty("a", "zz.mystery", "observe", Some("quantum"), "grid"),
+            faulty("b", "tool.wrong_feedback", "feedback", Some("tool"), "form"),
+            faulty("c", "dom.stale_element", "execute", Some("dom"), "other"),
+            faulty("d", "dom.stale_element", "execute", Some("dom"), "select"),
+            faulty("e", "dom.stale_element", "execute", Some("dom"), "form"),
+            faulty("f", "dom.stale_element", "execute", Some("dom"), "search"),
+            // A version-1 row: no layer stored, the stage says `tool`.
+            faulty("g", "parse.token_leak", "parse", None, "search"),
+            faulty("h", "execute.unscaled_coordinates", "execute", None, "grid"),
+            faulty(
+                "i",
+                "transport.slow_response",
+                "observe",
+                Some("transport"),
+                "form",
+            ),
+            faulty("j", "dom.duplicate_label", "execute", Some("dom"), "grid"),
+        ];
+        let mut verdicts = Vec::new();
+        for t in &trials {
+            // Arrival order is the reverse of the run's policy order.
+            verdicts.push(verdict(&t.trial_key, "outcome", "fail"));
+            verdicts.push(verdict(&t.trial_key, "unverified", "success"));
+        }
+        let policies = vec!["unverified".to_string(), "outcome".to_string()];
+        let expected = [
+            ("transport", "transport.slow_response", "form"),
+            ("dom", "dom.duplicate_label", "grid"),
+            ("dom", "dom.stale_element", "search"),
+            ("dom", "dom.stale_element", "form"),
+            ("dom", "dom.stale_element", "select"),
+            ("dom", "dom.stale_element", "other"),
+            ("execution", "execute.unscaled_coordinates", "grid"),
+            ("tool", "parse.token_leak", "search"),
+            ("tool", "tool.wrong_feedback", "form"),
+            ("quantum", "zz.mystery", "grid"),
+        ];
+        let rows = detection(&trials, &verdicts, &policies);
+        let got: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.layer.as_str(),
+                    r.fault.as_str(),
+                    r.task.as_str(),
+                    r.policy.as_str(),
+                )
+            })
+            .collect();
+        let want: Vec<_> = expected
+            .iter()
+            .flat_map(|&(l, f, t)| [(l, f, t, "unverified"), (l, f, t, "outcome")])
+            .collect();
+        assert_eq!(got, want);
+        let fired: Vec<_> = firing(&trials)
+            .iter()
+            .map(|r| (r.layer.clone(), r.fault.clone(), r.task.clone()))
+            .collect();
+        let want: Vec<_> = expected
+            .iter()
+            .map(|&(l, f, t)| (l.to_string(), f.to_string(), t.to_string()))
+            .collect();
+        assert_eq!(fired, want);
+        // Tasks: the catalogue's six in order, then others.
+        let ranks: Vec<_> = ["search", "grid", "frame", "chart", "form", "select", "x"]
+            .iter()
+            .map(|t| task_rank(t))
+            .collect();
+        assert!(ranks.windows(2).all(|w| w[0] < w[1]), "{ranks:?}");
+    }
+
+    #[test]
+    fn a_trial_without_a_stored_layer_takes_its_stage_s_reference_layer() {
+        let mut t = row("v1");
+        t.layer = None;
+        for (stage, layer) in [
+            ("parse", "tool"),
+            ("feedback", "tool"),
+            ("observe", "tool"),
+            ("execute", "execution"),
+            ("dispatch", UNKNOWN_LAYER),
+        ] {
+            t.stage = Some(stage.into());
+            assert_eq!(trial_layer(&t), layer, "stage {stage}");
+        }
+        t.stage = None;
+        assert_eq!(trial_layer(&t), UNKNOWN_LAYER);
+        // A stored layer wins over the stage.
+        t.stage = Some("parse".into());
+        t.layer = Some("self_report".into());
+        assert_eq!(trial_layer(&t), "self_report");
+        assert_eq!(layer_rank("transport"), 0);
+        assert_eq!(layer_rank("self_report"), 9);
+        assert_eq!(layer_rank(UNKNOWN_LAYER), usize::MAX);
+    }
+
+    #[test]
+    fn detection_csv_keeps_its_columns_and_appends_the_layer() {
+        let mut v1 = row("a");
+        v1.layer = None;
+        let trials = vec![v1];
+        let verdicts = vec![verdict("a", "outcome", "fail")];
+        let rows = detection(&trials, &verdicts, &["outcome".to_string()]);
+        assert_eq!(
+            detection_csv(&rows, &AnalysisConfig::for_run(1)),
+            "fault,stage,task,policy,fired,caught,missed,alarms,ci_low,ci_high,ci_method,layer\n\
+             execute.unscaled_coordinates,execute,grid,outcome,1,1,0,1,0.2065,1.0000,wilson,execution\n"
+        );
+    }
+
+    #[test]
+    fn firing_collects_the_distinct_reasons_a_fault_did_not_fire() {
+        let mut trials = Vec::new();
+        for (key, fired, reason) in [
+            ("a", true, None),
+            ("b", false, Some("the page sent no save request")),
+            ("c", false, Some("the page sent no save request")),
+            ("d", false, Some("another reason")),
+            ("e", false, None),
+        ] {
+            let mut t = faulty(
+                key,
+                "transport.slow_response",
+                "observe",
+                Some("transport"),
+                "form",
+            );
+            t.fired = Some(fired);
+            t.not_fired_reason = reason.map(str::to_string);
+            trials.push(t);
+        }
+        let f = firing(&trials);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].faulty_trials, f[0].fired, f[0].not_fired), (5, 1, 4));
+        assert_eq!(
+            f[0].not_fired_reasons,
+            vec!["another reason", "the page sent no save request"]
+        );
+        assert_eq!(f[0].not_fired_unexplained, 1);
     }
 
     #[test]
