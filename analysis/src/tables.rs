@@ -15,8 +15,9 @@
 //! A trial's layer is the stored one; version-1 databases store none, and their four
 //! reference faults get theirs from the stage ([`trial_layer`]).
 
-use crate::compare::{ci_columns, AnalysisConfig};
+use crate::compare::{ci_columns, fmt4, AnalysisConfig};
 use crate::db::{TrialRow, VerdictRow};
+use crate::stats::{clustered_wilson, ClusteredProportion, ClusteredSample};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
@@ -61,6 +62,39 @@ pub struct FiringRow {
     pub not_fired_reasons: Vec<String>,
     /// Trials that did not fire and store no reason (version-1 databases).
     pub not_fired_unexplained: u64,
+}
+
+/// One row of `layers.csv`: one layer under one policy, pooled over the layer's faults and
+/// tasks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerRow {
+    pub layer: String,
+    pub policy: String,
+    /// Distinct faults of the layer with fired trials judged by the policy.
+    pub faults: usize,
+    /// Distinct tasks among those trials.
+    pub tasks: usize,
+    /// Fired faulty trials judged by the policy.
+    pub fired: u64,
+    pub caught: u64,
+    /// `caught / fired` with its Wilson interval on the effective sample size, the clusters
+    /// being the (task, layout) pairs; `None` only if it could not be computed.
+    pub rate: Option<ClusteredProportion>,
+}
+
+/// One fault of the report's catalogue view: what it ran on, how often it fired, and how
+/// each policy did on the trials where it fired.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatalogueRow {
+    pub layer: String,
+    pub fault: String,
+    /// The tasks it had faulty trials on, in task order.
+    pub tasks: Vec<String>,
+    pub faulty_trials: u64,
+    pub fired: u64,
+    /// `(caught, fired)` for each policy, in the order the policies were given; `fired`
+    /// counts the fired trials the policy judged.
+    pub by_policy: Vec<(u64, u64)>,
 }
 
 /// The catalogue's ten layers, in report order.
@@ -175,19 +209,91 @@ pub fn detection(
                 missed: 0,
                 alarms: 0,
             });
-            let success = v.verdict == "success";
             row.fired += 1;
-            if success == t.truth_achieved {
+            if caught(t, v) {
                 row.caught += 1;
             } else {
                 row.missed += 1;
             }
-            if !success {
+            if v.verdict != "success" {
                 row.alarms += 1;
             }
         }
     }
     acc.into_values().collect()
+}
+
+/// Whether a verdict on a fired faulty trial agrees with the ledger (see the module docs).
+fn caught(t: &TrialRow, v: &VerdictRow) -> bool {
+    (v.verdict == "success") == t.truth_achieved
+}
+
+/// Detection per layer and policy: every fired faulty trial of the layer's faults and tasks
+/// pooled. Trials on the same page are not independent (the faults of one layer are
+/// injected on the same task layouts, and a policy tends to judge a layout alike whatever
+/// went wrong on it), so the interval is [`clustered_wilson`] with the (task, layout index)
+/// pairs as clusters, at the configured level (whatever the method for single rates).
+/// Trials whose fault did not fire are not counted.
+pub fn layers(
+    trials: &[TrialRow],
+    verdicts: &[VerdictRow],
+    policies: &[String],
+    cfg: &AnalysisConfig,
+) -> Vec<LayerRow> {
+    type Cluster = (String, u32);
+    struct Acc {
+        layer: String,
+        policy: String,
+        faults: BTreeSet<String>,
+        tasks: BTreeSet<String>,
+        outcomes: Vec<(Cluster, f64)>,
+    }
+    let by_trial = index_verdicts(verdicts);
+    let mut acc: BTreeMap<(usize, String, (usize, String)), Acc> = BTreeMap::new();
+    for t in trials
+        .iter()
+        .filter(|t| t.experiment == "detection" && t.condition == "faulty" && t.fired == Some(true))
+    {
+        let layer = trial_layer(t);
+        for v in by_trial.get(t.trial_key.as_str()).into_iter().flatten() {
+            let key = (
+                layer_rank(&layer),
+                layer.clone(),
+                policy_rank(policies, &v.policy),
+            );
+            let a = acc.entry(key).or_insert_with(|| Acc {
+                layer: layer.clone(),
+                policy: v.policy.clone(),
+                faults: BTreeSet::new(),
+                tasks: BTreeSet::new(),
+                outcomes: Vec::new(),
+            });
+            a.faults.insert(t.fault.clone().unwrap_or_default());
+            a.tasks.insert(t.task.clone());
+            a.outcomes.push((
+                (t.task.clone(), t.layout_index),
+                f64::from(u8::from(caught(t, v))),
+            ));
+        }
+    }
+    acc.into_values()
+        .map(|a| {
+            let caught = a.outcomes.iter().filter(|(_, x)| *x == 1.0).count() as u64;
+            let fired = a.outcomes.len() as u64;
+            let rate = ClusteredSample::from_observations(a.outcomes)
+                .ok()
+                .and_then(|s| clustered_wilson(&s, cfg.level).ok());
+            LayerRow {
+                layer: a.layer,
+                policy: a.policy,
+                faults: a.faults.len(),
+                tasks: a.tasks.len(),
+                fired,
+                caught,
+                rate,
+            }
+        })
+        .collect()
 }
 
 /// The false-alarm table.
@@ -274,6 +380,47 @@ pub fn firing(trials: &[TrialRow]) -> Vec<FiringRow> {
         .collect()
 }
 
+/// One row per fault (in layer, then fault order) from the firing and detection tables:
+/// its tasks, faulty and fired trials, and caught/fired under each of `policies` summed
+/// over its tasks. Trials whose fault did not fire are in `faulty_trials` only.
+pub fn catalogue(
+    firing: &[FiringRow],
+    detection: &[DetectionRow],
+    policies: &[String],
+) -> Vec<CatalogueRow> {
+    let key = |layer: &str, fault: &str| (layer_rank(layer), layer.to_string(), fault.to_string());
+    let mut acc: BTreeMap<(usize, String, String), CatalogueRow> = BTreeMap::new();
+    for f in firing {
+        let row = acc
+            .entry(key(&f.layer, &f.fault))
+            .or_insert_with(|| CatalogueRow {
+                layer: f.layer.clone(),
+                fault: f.fault.clone(),
+                tasks: Vec::new(),
+                faulty_trials: 0,
+                fired: 0,
+                by_policy: vec![(0, 0); policies.len()],
+            });
+        // Firing rows come in task order within a fault.
+        if !row.tasks.contains(&f.task) {
+            row.tasks.push(f.task.clone());
+        }
+        row.faulty_trials += f.faulty_trials;
+        row.fired += f.fired;
+    }
+    for d in detection {
+        let (Some(row), Some(i)) = (
+            acc.get_mut(&key(&d.layer, &d.fault)),
+            policies.iter().position(|p| *p == d.policy),
+        ) else {
+            continue;
+        };
+        row.by_policy[i].0 += d.caught;
+        row.by_policy[i].1 += d.fired;
+    }
+    acc.into_values().collect()
+}
+
 /// Quotes a CSV field when needed (RFC 4180).
 pub fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
@@ -303,6 +450,36 @@ pub fn detection_csv(rows: &[DetectionRow], cfg: &AnalysisConfig) -> String {
             r.alarms,
             ci_columns(cfg.proportion(r.caught, r.fired).as_ref()),
             csv_field(&r.layer),
+        );
+    }
+    out
+}
+
+/// `layers.csv`: caught/fired per layer and policy with the (task, layout)-clustered
+/// Wilson interval; after it the clusters, the effective sample size, the design effect
+/// applied and any note on it (when the design effect could not be estimated).
+pub fn layers_csv(rows: &[LayerRow]) -> String {
+    let mut out = String::from(
+        "layer,policy,faults,tasks,fired,caught,rate,ci_low,ci_high,ci_method,clusters,n_effective,design_effect,note\n",
+    );
+    for r in rows {
+        let p = r.rate.as_ref();
+        let e = p.map(|p| &p.estimate);
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            csv_field(&r.layer),
+            csv_field(&r.policy),
+            r.faults,
+            r.tasks,
+            r.fired,
+            r.caught,
+            e.map(|e| fmt4(e.point)).unwrap_or_default(),
+            ci_columns(e),
+            e.and_then(|e| e.clusters).unwrap_or(0),
+            p.map(|p| fmt4(p.n_effective)).unwrap_or_default(),
+            p.map(|p| fmt4(p.design_effect)).unwrap_or_default(),
+            csv_field(e.and_then(|e| e.note.as_deref()).unwrap_or_default()),
         );
     }
     out
@@ -559,6 +736,197 @@ mod tests {
             vec!["another reason", "the page sent no save request"]
         );
         assert_eq!(f[0].not_fired_unexplained, 1);
+    }
+
+    #[test]
+    fn layers_pool_faults_and_tasks_with_task_layout_clusters() {
+        // Layer dom: two faults on grid and form, layouts 0 and 1 of each task; the same
+        // layout index on two tasks is two pages, so four clusters.
+        let mut trials = Vec::new();
+        let mut verdicts = Vec::new();
+        for (key, fault, task, layout, outcome_caught) in [
+            ("g0a", "dom.a", "grid", 0, true),
+            ("g0b", "dom.b", "grid", 0, true),
+            ("g1a", "dom.a", "grid", 1, false),
+            ("g1b", "dom.b", "grid", 1, false),
+            ("f0a", "dom.a", "form", 0, true),
+            ("f0b", "dom.b", "form", 0, true),
+            ("f1a", "dom.a", "form", 1, true),
+        ] {
+            let mut t = faulty(key, fault, "execute", Some("dom"), task);
+            t.layout_index = layout;
+            t.truth_achieved = false;
+            trials.push(t);
+            let v = if outcome_caught { "fail" } else { "success" };
+            verdicts.push(verdict(key, "outcome", v));
+            verdicts.push(verdict(key, "unverified", "success"));
+        }
+        // Neither a fault that did not fire nor a working trial counts, whatever their
+        // verdicts say.
+        let mut quiet = faulty("q", "dom.c", "execute", Some("dom"), "select");
+        quiet.fired = Some(false);
+        trials.push(quiet);
+        verdicts.push(verdict("q", "outcome", "fail"));
+        let mut working = faulty("w", "dom.a", "execute", Some("dom"), "grid");
+        (working.condition, working.fired) = ("working".into(), None);
+        trials.push(working);
+        verdicts.push(verdict("w", "outcome", "fail"));
+        // A second layer, from a version-1 row.
+        let mut v1 = faulty("t", "parse.token_leak", "parse", None, "search");
+        v1.truth_achieved = false;
+        trials.push(v1);
+        verdicts.push(verdict("t", "outcome", "fail"));
+
+        let policies = vec!["unverified".to_string(), "outcome".to_string()];
+        let cfg = AnalysisConfig::for_run(1);
+        let rows = layers(&trials, &verdicts, &policies, &cfg);
+        let keys: Vec<_> = rows
+            .iter()
+            .map(|r| (r.layer.as_str(), r.policy.as_str()))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("dom", "unverified"),
+                ("dom", "outcome"),
+                ("tool", "outcome")
+            ]
+        );
+        let dom = &rows[1];
+        assert_eq!((dom.faults, dom.tasks, dom.fired, dom.caught), (2, 2, 7, 5));
+        // The interval is clustered_wilson on exactly these clusters, in key order:
+        // (form, 0), (form, 1), (grid, 0), (grid, 1).
+        let expected = clustered_wilson(
+            &ClusteredSample::from_binary(vec![
+                vec![true, true],
+                vec![true],
+                vec![true, true],
+                vec![false, false],
+            ])
+            .unwrap(),
+            cfg.level,
+        )
+        .unwrap();
+        let got = dom.rate.as_ref().unwrap();
+        assert_eq!(*got, expected);
+        assert_eq!(got.estimate.clusters, Some(4));
+        assert!(got.n_effective >= 4.0 && got.n_effective < 7.0);
+        // Wider than a Wilson interval that took the 7 trials as independent.
+        let naive = cfg.proportion(5, 7).unwrap();
+        assert!(got.estimate.lower < naive.lower && got.estimate.upper > naive.upper);
+        // Unverified says success on every trial whose outcome failed: caught nothing.
+        assert_eq!((rows[0].fired, rows[0].caught), (7, 0));
+
+        let csv = layers_csv(&rows);
+        let mut lines = csv.lines();
+        assert_eq!(
+            lines.next().unwrap(),
+            "layer,policy,faults,tasks,fired,caught,rate,ci_low,ci_high,ci_method,clusters,n_effective,design_effect,note"
+        );
+        assert_eq!(
+            lines.nth(1).unwrap(),
+            format!(
+                "dom,outcome,2,2,7,5,0.7143,{},{},wilson-clustered,4,{},{},",
+                fmt4(expected.estimate.lower),
+                fmt4(expected.estimate.upper),
+                fmt4(expected.n_effective),
+                fmt4(expected.design_effect),
+            )
+        );
+        // Unanimous outcomes: the design effect falls back to its cap and the note (with
+        // a comma in it) is quoted.
+        assert!(csv.lines().nth(1).unwrap().ends_with(&format!(
+            ",wilson-clustered,4,4.0000,1.7500,{}",
+            csv_field(crate::stats::NOTE_CONSTANT_OUTCOMES)
+        )));
+        assert!(csv_field(crate::stats::NOTE_CONSTANT_OUTCOMES).starts_with('"'));
+        // One trial, one cluster of size 1: plain Wilson, nothing assumed, no note.
+        assert_eq!(
+            lines.next().unwrap(),
+            "tool,outcome,1,1,1,1,1.0000,0.2065,1.0000,wilson-clustered,1,1.0000,1.0000,"
+        );
+        assert_eq!(lines.next(), None);
+    }
+
+    #[test]
+    fn the_catalogue_is_a_fault_by_policy_matrix_of_caught_over_fired() {
+        let mut trials = Vec::new();
+        let mut verdicts = Vec::new();
+        for (key, fault, layer, task, fired, truth, outcome) in [
+            // Fires on both tasks; outcome catches all but one, unverified none.
+            (
+                "a",
+                "dom.stale_element",
+                "dom",
+                "select",
+                true,
+                false,
+                "fail",
+            ),
+            ("b", "dom.stale_element", "dom", "form", true, false, "fail"),
+            (
+                "c",
+                "dom.stale_element",
+                "dom",
+                "form",
+                true,
+                false,
+                "success",
+            ),
+            // Did not fire: in the faulty trials, in no caught/fired count.
+            (
+                "d",
+                "dom.stale_element",
+                "dom",
+                "form",
+                false,
+                false,
+                "fail",
+            ),
+            // Never fired at all.
+            (
+                "e",
+                "transport.slow_response",
+                "transport",
+                "form",
+                false,
+                true,
+                "fail",
+            ),
+        ] {
+            let mut t = faulty(key, fault, "execute", Some(layer), task);
+            (t.fired, t.truth_achieved) = (Some(fired), truth);
+            trials.push(t);
+            verdicts.push(verdict(key, "unverified", "success"));
+            verdicts.push(verdict(key, "outcome", outcome));
+        }
+        let policies = vec!["unverified".to_string(), "outcome".to_string()];
+        let rows = catalogue(
+            &firing(&trials),
+            &detection(&trials, &verdicts, &policies),
+            &policies,
+        );
+        assert_eq!(
+            rows,
+            vec![
+                CatalogueRow {
+                    layer: "transport".into(),
+                    fault: "transport.slow_response".into(),
+                    tasks: vec!["form".into()],
+                    faulty_trials: 1,
+                    fired: 0,
+                    by_policy: vec![(0, 0), (0, 0)],
+                },
+                CatalogueRow {
+                    layer: "dom".into(),
+                    fault: "dom.stale_element".into(),
+                    tasks: vec!["form".into(), "select".into()],
+                    faulty_trials: 4,
+                    fired: 3,
+                    by_policy: vec![(0, 3), (2, 3)],
+                },
+            ]
+        );
     }
 
     #[test]
