@@ -6,7 +6,7 @@ use crate::db::{ResultsDb, TrialRow};
 use crate::plots::{self, BarPoint, ForestRow, HeatmapCell, PixelPoint, PlotLabels};
 use crate::recovery::{self, Recovery, RecoveryCell, STOP_REASONS};
 use crate::stats::Estimate;
-use crate::tables::{self, DetectionRow, FalseAlarmRow, FiringRow};
+use crate::tables::{self, CatalogueRow, DetectionRow, FalseAlarmRow, FiringRow, LayerRow};
 use anyhow::{Context, Result};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone)]
 pub struct ReportFiles {
     pub detection_csv: PathBuf,
+    /// Detection per catalogue layer and policy.
+    pub layers_csv: PathBuf,
     pub false_alarms_csv: PathBuf,
     pub comparisons_csv: PathBuf,
     pub report_md: PathBuf,
@@ -73,9 +75,10 @@ pub fn write_all(
     let detection = tables::detection(&trials, &verdicts, &policies);
     let false_alarms = tables::false_alarms(&trials, &verdicts, &policies);
     let firing = tables::firing(&trials);
-    // Firing rows are sorted by fault, so dedup leaves each fault once, in report order.
-    let mut faults: Vec<String> = firing.iter().map(|f| f.fault.clone()).collect();
-    faults.dedup();
+    let layers = tables::layers(&trials, &verdicts, &policies, cfg);
+    let catalogue = tables::catalogue(&firing, &detection, &policies);
+    // Each fault once, in report order (firing rows are sorted by layer, then fault).
+    let faults = distinct(firing.iter().map(|f| f.fault.clone()));
     let comparisons = compare::comparisons(&trials, &verdicts, &policies, &faults, cfg);
     let pooled = compare::pooled_caught(&trials, &verdicts, &policies);
     let episodes = db.episodes()?;
@@ -102,6 +105,26 @@ pub fn write_all(
         &policies,
         &PlotLabels::new("Detection: caught / fired", "policy", "fault"),
         plot_dir.join("detection_heatmap"),
+    )?;
+    plot_files.extend([f.svg, f.png]);
+
+    // Layer heatmap: layer x policy, every layer with faulty trials (n/a where none fired).
+    let layer_rows = distinct(firing.iter().map(|f| f.layer.clone()));
+    let layer_cells: Vec<HeatmapCell> = layers
+        .iter()
+        .map(|r| HeatmapCell {
+            row: r.layer.clone(),
+            column: r.policy.clone(),
+            numerator: r.caught,
+            denominator: r.fired,
+        })
+        .collect();
+    let f = plots::detection_heatmap(
+        &layer_cells,
+        &layer_rows,
+        &policies,
+        &PlotLabels::new("Detection by layer: caught / fired", "policy", "layer"),
+        plot_dir.join("layer_heatmap"),
     )?;
     plot_files.extend([f.svg, f.png]);
 
@@ -179,6 +202,7 @@ pub fn write_all(
 
     let files = ReportFiles {
         detection_csv: out.join("detection.csv"),
+        layers_csv: out.join("layers.csv"),
         false_alarms_csv: out.join("false_alarms.csv"),
         comparisons_csv: out.join("comparisons.csv"),
         report_md: out.join("report.md"),
@@ -194,6 +218,7 @@ pub fn write_all(
         &files.detection_csv,
         &tables::detection_csv(&detection, cfg),
     )?;
+    write(&files.layers_csv, &tables::layers_csv(&layers))?;
     write(
         &files.false_alarms_csv,
         &tables::false_alarms_csv(&false_alarms, cfg),
@@ -220,6 +245,9 @@ pub fn write_all(
         cfg,
         firing: &firing,
         detection: &detection,
+        layers: &layers,
+        catalogue: &catalogue,
+        policies: &policies,
         false_alarms: &false_alarms,
         comparisons: &comparisons,
         pooled: &pooled,
@@ -229,6 +257,15 @@ pub fn write_all(
     })?;
     write(&files.report_md, &md)?;
     Ok(files)
+}
+
+/// The distinct values in the order they first occur.
+fn distinct(values: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    values
+        .into_iter()
+        .filter(|v| seen.insert(v.clone()))
+        .collect()
 }
 
 fn short_fault(fault: &str) -> &str {
@@ -378,6 +415,9 @@ struct Sections<'a> {
     cfg: &'a AnalysisConfig,
     firing: &'a [FiringRow],
     detection: &'a [DetectionRow],
+    layers: &'a [LayerRow],
+    catalogue: &'a [CatalogueRow],
+    policies: &'a [String],
     false_alarms: &'a [FalseAlarmRow],
     comparisons: &'a [Comparison],
     pooled: &'a [compare::PooledRate],
@@ -425,26 +465,27 @@ fn markdown(s: &Sections<'_>) -> Result<String> {
     );
 
     md.push_str("## Fault firing\n\n");
-    md.push_str("| fault | stage | task | faulty trials | fired | not fired |\n|---|---|---|---:|---:|---:|\n");
+    md.push_str("| layer | fault | stage | task | faulty trials | fired | not fired |\n|---|---|---|---|---:|---:|---:|\n");
     for r in s.firing {
         let _ = writeln!(
             md,
-            "| `{}` | {} | {} | {} | {} | {} |",
-            r.fault, r.stage, r.task, r.faulty_trials, r.fired, r.not_fired
+            "| {} | `{}` | {} | {} | {} | {} | {} |",
+            r.layer, r.fault, r.stage, r.task, r.faulty_trials, r.fired, r.not_fired
         );
     }
-    md.push_str("\nHow to read it: a faulty trial *fired* when its fault left a witness (the corrupted text, the unscaled point, the rewritten message, the early capture); trials whose fault did not fire are excluded from the detection table, never counted as caught or missed.\n\n");
+    md.push_str("\nHow to read it: a faulty trial *fired* when its fault left the witness its catalogue entry names (the corrupted text, the unscaled point, the held response, the rewritten message, the early capture, ...); trials whose fault did not fire are excluded from every detection table, never counted as caught or missed.\n\n");
     let not_fired: u64 = s.firing.iter().map(|r| r.not_fired).sum();
     if not_fired > 0 {
-        let _ = writeln!(md, "**{not_fired} faulty trial(s) did not fire.** Their witnesses are absent in `results.sqlite` (`fired = 0`); for the observe fault this means the early capture still ended after the tooltip appeared (a heavily loaded machine), for the feedback fault that the click did not land in the iframe.\n");
+        let _ = writeln!(md, "**{not_fired} faulty trial(s) did not fire** (`fired = 0` in `results.sqlite`, no witness): [Faults that did not fire](#faults-that-did-not-fire) lists them with the catalogue's reason.\n");
     }
 
     md.push_str("## Detection\n\n");
-    let _ = writeln!(md, "| fault | task | policy | n (fired) | caught | missed | caught rate [{level} CI] | alarms |\n|---|---|---|---:|---:|---:|---:|---:|");
+    let _ = writeln!(md, "| layer | fault | task | policy | n (fired) | caught | missed | caught rate [{level} CI] | alarms |\n|---|---|---|---|---:|---:|---:|---:|---:|");
     for r in s.detection {
         let _ = writeln!(
             md,
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            r.layer,
             r.fault,
             r.task,
             r.policy,
@@ -456,6 +497,10 @@ fn markdown(s: &Sections<'_>) -> Result<String> {
         );
     }
     md.push_str("\nHow to read it: *caught* counts fired faulty trials on which the policy's verdict agreed with the ledger (not Success when the intended outcome failed; Success when it happened despite a lying tool message); *alarms* counts verdicts other than Success whatever the truth, so a policy that alarms on everything shows many alarms but misses the feedback fault.\n\n");
+
+    layers_markdown(&mut md, s.layers, &level);
+    catalogue_markdown(&mut md, s.catalogue, s.policies);
+    not_fired_markdown(&mut md, s.firing);
 
     md.push_str("## False alarms\n\n");
     let _ = writeln!(md, "| task | policy | n (working) | false alarms | rate [{level} CI] | outcome failed |\n|---|---|---:|---:|---:|---:|");
@@ -523,6 +568,111 @@ fn markdown(s: &Sections<'_>) -> Result<String> {
     }
     md.push_str("Every plot is also written as PNG beside its SVG.\n");
     Ok(md)
+}
+
+/// A Markdown table cell from free text: pipes escaped, line breaks folded.
+fn md_cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\r', '\n'], " ")
+}
+
+/// The `## Detection by layer` section: the layers table and the layer heatmap.
+fn layers_markdown(md: &mut String, layers: &[LayerRow], level: &str) {
+    md.push_str("## Detection by layer\n\n");
+    let _ = writeln!(md, "| layer | policy | faults | tasks | n (fired) | caught | caught rate [{level} CI] | clusters | n_eff |\n|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    let mut fallback = false;
+    for r in layers {
+        let e = r.rate.as_ref().map(|p| &p.estimate);
+        let n_eff = match &r.rate {
+            Some(p) if p.estimate.note.is_some() => {
+                fallback = true;
+                format!("{:.1}†", p.n_effective)
+            }
+            Some(p) => format!("{:.1}", p.n_effective),
+            None => "–".into(),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.layer,
+            r.policy,
+            r.faults,
+            r.tasks,
+            r.fired,
+            r.caught,
+            rate(e),
+            e.and_then(|e| e.clusters).unwrap_or(0),
+            n_eff,
+        );
+    }
+    md.push_str("\nHow to read it: each row pools every fired faulty trial of one layer's faults, over all their tasks, under one policy (*faults* and *tasks* count what was pooled). Trials on the same page are not independent, since the layer's faults are injected on the same task layouts and a policy tends to judge a layout alike, so each (task, layout) pair is a cluster and the interval is a Wilson score interval on the effective sample size *n_eff* = n / DEFF, the design effect DEFF = (clustered SE / naive SE)² floored at 1 and capped at the trials per cluster, so *n_eff* lies between the clusters and n (whatever the method for single rates above).");
+    if fallback {
+        md.push_str(" † marks rows where DEFF could not be estimated (all outcomes equal, or a single cluster): *n_eff* then counts clusters, the conservative choice.");
+    }
+    md.push_str("\n\n");
+    md.push_str("![Detection by layer](plots/layer_heatmap.svg)\n\nHow to read it: each cell is caught/fired for one layer and policy, pooled over the layer's faults and tasks; darker is better; n/a marks a layer none of whose faults fired.\n\n");
+}
+
+/// The `## Catalogue` section: one row per fault, caught/fired under each policy.
+fn catalogue_markdown(md: &mut String, catalogue: &[CatalogueRow], policies: &[String]) {
+    md.push_str("## Catalogue\n\n");
+    let mut header = String::from("| layer | fault | tasks | faulty trials | fired |");
+    let mut align = String::from("|---|---|---|---:|---:|");
+    for p in policies {
+        let _ = write!(header, " {} |", md_cell(p));
+        align.push_str("---:|");
+    }
+    let _ = writeln!(md, "{header}\n{align}");
+    for r in catalogue {
+        let _ = write!(
+            md,
+            "| {} | `{}` | {} | {} | {} |",
+            r.layer,
+            r.fault,
+            r.tasks.join(", "),
+            r.faulty_trials,
+            r.fired
+        );
+        for (caught, fired) in &r.by_policy {
+            if *fired == 0 {
+                md.push_str(" – |");
+            } else {
+                let _ = write!(md, " {caught}/{fired} |");
+            }
+        }
+        md.push('\n');
+    }
+    md.push_str("\nHow to read it: one row per fault of the run, by layer; each policy's column is caught/fired over the fault's tasks (the fired trials it judged right out of those it judged), – where the fault never fired. Trials whose fault did not fire count in *faulty trials* only.\n\n");
+}
+
+/// The `## Faults that did not fire` section: every (fault, task) with trials that did
+/// not fire, with the reasons stored with them.
+fn not_fired_markdown(md: &mut String, firing: &[FiringRow]) {
+    md.push_str("## Faults that did not fire\n\n");
+    let rows: Vec<&FiringRow> = firing.iter().filter(|r| r.not_fired > 0).collect();
+    if rows.is_empty() {
+        md.push_str("Every faulty trial's fault fired.\n\n");
+        return;
+    }
+    md.push_str(
+        "| layer | fault | task | not fired | faulty trials | why |\n|---|---|---|---:|---:|---|\n",
+    );
+    for r in rows {
+        let mut reasons: Vec<String> = r.not_fired_reasons.iter().map(|x| md_cell(x)).collect();
+        if r.not_fired_unexplained > 0 {
+            reasons.push("no reason stored".into());
+        }
+        let _ = writeln!(
+            md,
+            "| {} | `{}` | {} | {} | {} | {} |",
+            r.layer,
+            r.fault,
+            r.task,
+            r.not_fired,
+            r.faulty_trials,
+            reasons.join("; "),
+        );
+    }
+    md.push_str("\nHow to read it: a fault that did not fire left no witness, so there was nothing to detect: these trials are in no caught, missed or alarm count above. *why* is the catalogue's explanation of when the fault cannot fire, stored with each trial (distinct reasons joined); *no reason stored* marks trials from a database written before schema version 2.\n\n");
 }
 
 /// The `## Recovery` section: success rates, the detection x recovery cross-table, stop
@@ -646,6 +796,9 @@ mod tests {
     use super::*;
     use crate::db::tests::{row, step, verdict};
 
+    const UNSCALED_NOT_FIRED: &str =
+        "the image and the viewport have the same size (there is nothing to scale)";
+
     /// A detection-only database: four layouts of one fault, a working trial per layout,
     /// verdicts from every built-in policy.
     fn detection_only_db(path: &Path) -> ResultsDb {
@@ -661,6 +814,7 @@ mod tests {
                     t.truth_achieved = true;
                 } else {
                     t.fired = Some(layout != 3);
+                    t.not_fired_reason = (layout == 3).then(|| UNSCALED_NOT_FIRED.to_string());
                 }
                 let verdicts: Vec<_> = [
                     ("unverified", "success"),
@@ -702,6 +856,255 @@ mod tests {
         out
     }
 
+    const POLICIES: [&str; 2] = ["unverified", "outcome"];
+
+    /// A database of three catalogue layers, with the run's policies recorded: per task
+    /// layout, `transport.slow_response` on form (the outcome holds; on layout 2 it does
+    /// not fire unless `all_fired`), `dom.stale_element` on form and select and
+    /// `dom.duplicate_label` on form (outcome catches them except on select layout 0, so
+    /// form's layouts are clusters of two trials), `parse.token_leak` stored without a layer
+    /// as a version-1 row would be, and a working trial per task.
+    fn catalogue_db(path: &Path, all_fired: bool) -> ResultsDb {
+        let mut db = ResultsDb::open(path).unwrap();
+        db.set_meta("policies", &serde_json::to_string(&POLICIES).unwrap())
+            .unwrap();
+        for layout in 0..3u32 {
+            let faulty = [
+                (
+                    "transport.slow_response",
+                    "observe",
+                    Some("transport"),
+                    "form",
+                    true,
+                ),
+                ("dom.stale_element", "execute", Some("dom"), "form", false),
+                ("dom.duplicate_label", "execute", Some("dom"), "form", false),
+                ("dom.stale_element", "execute", Some("dom"), "select", false),
+                ("parse.token_leak", "parse", None, "search", false),
+            ];
+            for (fault, stage, layer, task, holds) in faulty {
+                let key = format!("detection/{task}/{layout:03}/{fault}");
+                let mut t = row(&key);
+                (t.task, t.layout_index, t.truth_achieved) = (task.into(), layout, holds);
+                (t.fault, t.stage) = (Some(fault.into()), Some(stage.into()));
+                t.layer = layer.map(str::to_string);
+                if fault == "transport.slow_response" && layout == 2 && !all_fired {
+                    t.fired = Some(false);
+                    t.not_fired_reason = Some("the page sent no save request".into());
+                }
+                let outcome_right = !(task == "select" && layout == 0);
+                let outcome = if holds == outcome_right {
+                    "success"
+                } else {
+                    "fail"
+                };
+                let verdicts = [
+                    verdict(&key, "unverified", "success"),
+                    verdict(&key, "outcome", outcome),
+                ];
+                db.insert_trial(&t, &verdicts).unwrap();
+            }
+            for task in ["search", "form", "select"] {
+                let key = format!("detection/{task}/{layout:03}/working");
+                let mut t = row(&key);
+                (t.task, t.layout_index, t.condition) = (task.into(), layout, "working".into());
+                (t.fault, t.stage, t.fired, t.layer) = (None, None, None, None);
+                t.truth_achieved = true;
+                let verdicts = POLICIES.map(|p| verdict(&key, p, "success"));
+                db.insert_trial(&t, &verdicts).unwrap();
+            }
+        }
+        db
+    }
+
+    #[test]
+    fn the_report_covers_layers_the_catalogue_and_faults_that_did_not_fire() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = catalogue_db(&dir.path().join("results.sqlite"), false);
+        let cfg = AnalysisConfig::for_run(5);
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let files = write_all(&db, &a, dir.path(), &cfg).unwrap();
+        write_all(&db, &b, dir.path(), &cfg).unwrap();
+        let (ta, tb) = (tree(&a), tree(&b));
+        assert_eq!(ta, tb, "a rebuild from the same database differs");
+        assert_eq!(files.layers_csv, a.join("layers.csv"));
+        for f in [
+            "layers.csv",
+            "plots/layer_heatmap.svg",
+            "plots/layer_heatmap.png",
+        ] {
+            assert!(ta.contains_key(Path::new(f)), "{f} missing");
+        }
+        assert!(files.plots.contains(&a.join("plots/layer_heatmap.svg")));
+        assert!(files.plots.contains(&a.join("plots/layer_heatmap.png")));
+        let text = |p: &Path| std::fs::read_to_string(p).unwrap();
+
+        let layers = text(&files.layers_csv);
+        let lines: Vec<&str> = layers.lines().collect();
+        assert_eq!(lines[0], "layer,policy,faults,tasks,fired,caught,rate,ci_low,ci_high,ci_method,clusters,n_effective,design_effect,note");
+        let keys: Vec<String> = lines[1..]
+            .iter()
+            .map(|l| l.split(',').take(6).collect::<Vec<_>>().join(","))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "transport,unverified,1,1,2,2",
+                "transport,outcome,1,1,2,2",
+                "dom,unverified,2,2,9,0",
+                "dom,outcome,2,2,9,8",
+                "tool,unverified,1,1,3,0",
+                "tool,outcome,1,1,3,3",
+            ]
+        );
+        // The dom rows pool two faults on two tasks' three layouts: nine trials in six
+        // (task, layout) clusters.
+        assert!(lines[4].contains(",wilson-clustered,6,"), "{}", lines[4]);
+        // Unverified never catches: the design effect is undefined, n_eff = clusters.
+        assert!(lines[3].contains(",wilson-clustered,6,6.0000,1.5000,\"all outcomes equal"));
+        let detection = text(&files.detection_csv);
+        assert!(detection.starts_with(
+            "fault,stage,task,policy,fired,caught,missed,alarms,ci_low,ci_high,ci_method,layer\n\
+             transport.slow_response,observe,form,unverified,2,2,0,0,"
+        ));
+        assert!(detection.contains(",wilson,tool\n"), "the v1 row's layer");
+
+        let md = text(&files.report_md);
+        let at = |needle: &str| {
+            md.find(needle)
+                .unwrap_or_else(|| panic!("no {needle:?} in\n{md}"))
+        };
+        assert!(at("## Fault firing") < at("## Detection\n"));
+        assert!(at("## Detection\n") < at("## Detection by layer"));
+        assert!(at("## Detection by layer") < at("## Catalogue"));
+        assert!(at("## Catalogue") < at("## Faults that did not fire"));
+        assert!(at("## Faults that did not fire") < at("## False alarms"));
+        for needle in [
+            "| layer | fault | stage | task | faulty trials | fired | not fired |",
+            "| transport | `transport.slow_response` | observe | form | 3 | 2 | 1 |",
+            "| tool | `parse.token_leak` | parse | search | 3 | 3 | 0 |",
+            "**1 faulty trial(s) did not fire**",
+            "(#faults-that-did-not-fire)",
+            "| dom | outcome | 2 | 2 | 9 | 8 | 88.9% [",
+            "| dom | unverified | 2 | 2 | 9 | 0 | 0.0% [0.0, 39.0] | 6 | 6.0† |",
+            "† marks rows where DEFF could not be estimated",
+            "| dom | `dom.duplicate_label` | form | 3 | 3 | 0/3 | 3/3 |",
+            "![Detection by layer](plots/layer_heatmap.svg)",
+            "| layer | fault | tasks | faulty trials | fired | unverified | outcome |\n|---|---|---|---:|---:|---:|---:|\n",
+            "| transport | `transport.slow_response` | form | 3 | 2 | 2/2 | 2/2 |",
+            "| dom | `dom.stale_element` | form, select | 6 | 6 | 0/6 | 5/6 |\n| tool |",
+            "| tool | `parse.token_leak` | search | 3 | 3 | 0/3 | 3/3 |",
+            "| transport | `transport.slow_response` | form | 1 | 3 | the page sent no save request |",
+        ] {
+            at(needle);
+        }
+        assert!(!md.contains("Every faulty trial's fault fired."));
+        // The layer heatmap has a row per layer, in layer order.
+        let svg = text(&a.join("plots/layer_heatmap.svg"));
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let labels: Vec<&str> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .filter_map(|n| n.text().map(str::trim))
+            .filter(|t| ["transport", "dom", "tool"].contains(t))
+            .collect();
+        assert_eq!(labels, ["transport", "dom", "tool"]);
+    }
+
+    #[test]
+    fn a_trial_whose_fault_did_not_fire_is_never_caught_or_missed() {
+        let dir = tempfile::tempdir().unwrap();
+        let fired = catalogue_db(&dir.path().join("fired.sqlite"), true);
+        let quiet = catalogue_db(&dir.path().join("quiet.sqlite"), false);
+        let policies: Vec<String> = POLICIES.map(String::from).to_vec();
+        let cfg = AnalysisConfig::for_run(5);
+        let tables_of = |db: &ResultsDb| {
+            let (t, v) = (db.trials().unwrap(), db.verdicts().unwrap());
+            (
+                tables::detection(&t, &v, &policies),
+                tables::layers(&t, &v, &policies, &cfg),
+                compare::pooled_caught(&t, &v, &policies),
+            )
+        };
+        let (det_all, layers_all, pooled_all) = tables_of(&fired);
+        let (det, layers, pooled) = tables_of(&quiet);
+        // One transport trial did not fire: one fewer fired trial per policy, and it is
+        // neither caught nor missed.
+        for (all, some) in det_all.iter().zip(&det).take(2) {
+            assert_eq!(all.fault, "transport.slow_response");
+            assert_eq!((all.fired, all.caught, all.missed), (3, 3, 0));
+            assert_eq!((some.fired, some.caught, some.missed), (2, 2, 0));
+        }
+        assert_eq!(det_all[2..], det[2..]);
+        assert_eq!((layers_all[0].fired, layers[0].fired), (3, 2));
+        assert_eq!((layers_all[0].caught, layers[0].caught), (3, 2));
+        assert_eq!(layers_all[2..], layers[2..]);
+        assert_eq!(pooled_all[0].se.n, pooled[0].se.n + 1);
+        let firing = tables::firing(&quiet.trials().unwrap());
+        let catalogue = tables::catalogue(&firing, &det, &policies);
+        assert_eq!((catalogue[0].faulty_trials, catalogue[0].fired), (3, 2));
+        assert_eq!(catalogue[0].by_policy, vec![(2, 2), (2, 2)]);
+    }
+
+    #[test]
+    fn when_every_fault_fired_the_report_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = catalogue_db(&dir.path().join("results.sqlite"), true);
+        let files = write_all(
+            &db,
+            &dir.path().join("out"),
+            dir.path(),
+            &AnalysisConfig::for_run(5),
+        )
+        .unwrap();
+        let md = std::fs::read_to_string(&files.report_md).unwrap();
+        assert!(
+            md.contains("## Faults that did not fire\n\nEvery faulty trial's fault fired.\n\n## False alarms"),
+            "{md}"
+        );
+        assert!(!md.contains("did not fire**"));
+    }
+
+    #[test]
+    fn a_version_1_database_still_reports_with_reference_layers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.sqlite");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             INSERT INTO meta VALUES ('schema_version', '1');
+             CREATE TABLE trials (trial_key TEXT PRIMARY KEY, experiment TEXT NOT NULL, task TEXT NOT NULL, layout_index INTEGER NOT NULL, layout_seed TEXT NOT NULL, trial_seed TEXT NOT NULL, condition TEXT NOT NULL, fault TEXT, stage TEXT, fired INTEGER, witness TEXT, decision_source TEXT NOT NULL, reply TEXT NOT NULL, actions TEXT NOT NULL, executed TEXT NOT NULL, tool_message TEXT NOT NULL, observation_text TEXT NOT NULL, before_png TEXT, after_png TEXT, evidence TEXT NOT NULL, truth_achieved INTEGER NOT NULL, truth_detail TEXT NOT NULL, ledger TEXT NOT NULL, duration_ms REAL NOT NULL);
+             CREATE TABLE verdicts (trial_key TEXT NOT NULL, policy TEXT NOT NULL, verdict TEXT NOT NULL, message TEXT NOT NULL, PRIMARY KEY (trial_key, policy));
+             INSERT INTO trials VALUES ('g0', 'detection', 'grid', 0, '5', '6', 'faulty', 'execute.unscaled_coordinates', 'execute', 1, '{}', 'oracle', 'click(1, 2)', '[]', '[]', 'Clicked.', '', NULL, NULL, '{}', 0, 'clicked blank space', '{}', 1.0);
+             INSERT INTO trials VALUES ('g1', 'detection', 'grid', 1, '5', '7', 'faulty', 'execute.unscaled_coordinates', 'execute', 0, NULL, 'oracle', 'click(1, 2)', '[]', '[]', 'Clicked.', '', NULL, NULL, '{}', 0, 'clicked blank space', '{}', 1.0);
+             INSERT INTO trials VALUES ('s0', 'detection', 'search', 0, '5', '8', 'faulty', 'parse.token_leak', 'parse', 1, '{}', 'oracle', 'type(x)', '[]', '[]', 'Typed.', '', NULL, NULL, '{}', 0, 'wrong query', '{}', 1.0);
+             INSERT INTO verdicts VALUES ('g0', 'outcome', 'fail', ''), ('g1', 'outcome', 'fail', ''), ('s0', 'outcome', 'success', '');",
+        )
+        .unwrap();
+        drop(conn);
+        let db = ResultsDb::open_read_only(&path).unwrap();
+        let out = dir.path().join("out");
+        let files = write_all(&db, &out, dir.path(), &AnalysisConfig::for_run(1)).unwrap();
+        let text = |p: &Path| std::fs::read_to_string(p).unwrap();
+        let layers = text(&files.layers_csv);
+        let keys: Vec<String> = layers
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').take(6).collect::<Vec<_>>().join(","))
+            .collect();
+        // Built-in policy order; only outcome judged. execution comes before tool.
+        assert_eq!(keys, ["execution,outcome,1,1,1,1", "tool,outcome,1,1,1,0"]);
+        let md = text(&files.report_md);
+        for needle in [
+            "| execution | `execute.unscaled_coordinates` | execute | grid | 2 | 1 | 1 |",
+            "| execution | `execute.unscaled_coordinates` | grid | 1 | 2 | no reason stored |",
+            "| tool | `parse.token_leak` | search | 1 | 1 | – | – | – | 0/1 |",
+        ] {
+            assert!(md.contains(needle), "no {needle:?} in\n{md}");
+        }
+        assert!(out.join("plots/layer_heatmap.png").is_file());
+    }
+
     const RECOVERY_FILES: [&str; 6] = [
         "recovery.csv",
         "recovery_summary.csv",
@@ -729,6 +1132,15 @@ mod tests {
         let md = std::fs::read_to_string(&files.report_md).unwrap();
         assert!(md.contains("## Pooled caught rate per policy"));
         assert!(!md.contains("Recovery"), "{md}");
+        assert!(md.contains(&format!(
+            "| execution | `execute.unscaled_coordinates` | grid | 1 | 4 | {UNSCALED_NOT_FIRED} |"
+        )));
+        assert!(md.contains("| execution | `execute.unscaled_coordinates` | grid | 4 | 3 | 0/3 | 3/3 | 2/3 | 3/3 |"), "{md}");
+        assert!(std::fs::read_to_string(&files.layers_csv)
+            .unwrap()
+            .lines()
+            .skip(1)
+            .all(|l| l.starts_with("execution,")));
     }
 
     #[test]
