@@ -64,7 +64,7 @@ pub struct RunArgs {
     /// Layouts per task.
     #[arg(long, value_name = "N")]
     pub layouts: Option<u32>,
-    /// Concurrent trials [default: 3 x cores; trials wait on settle timers half the time].
+    /// Concurrent trials and episodes [default: 5 x cores; both wait on settle timers much of the time].
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Faults to run, replacing the config's `faults` (comma-separated selectors: ids,

@@ -17,13 +17,14 @@ use faultline_tasks::{Size, TaskKind};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// The default number of concurrent trials: three per core. A trial spends about half
-/// its wall time waiting on settle timers (120 ms after a click, 1.4 s after a hover)
-/// with both Chromium and faultline idle, so one trial per core leaves the cores half
-/// idle; three per core keeps them busy (measured on 2 cores, 320 trials: 100 s with 2
-/// jobs, 67 s with 4, 56 s with 6). Results do not depend on it (tested).
+/// The default number of concurrent trials and episodes: five per core. Both spend much
+/// of their wall time waiting with Chromium and faultline idle (settle timers after every
+/// action, 1.4 s after a hover, the scripted agent's 1.5 s wait), so one per core leaves
+/// the cores idle. Measured on 2 cores, the default run: detection 52.8 s with 6 jobs
+/// and 51.3 s with 10 (it is CPU-bound there), recovery's 720 episodes 178.5 s with 6 and
+/// 121.7 s with 10. Results do not depend on it (tested; the tables were byte-identical).
 pub fn default_jobs(cores: usize) -> usize {
-    3 * cores.max(1)
+    5 * cores.max(1)
 }
 
 /// The embedded default experiment.
