@@ -114,9 +114,11 @@ pub struct RecordArgs {
     /// Tasks to record (comma-separated) [default: all].
     #[arg(long, value_delimiter = ',')]
     pub tasks: Vec<String>,
-    /// Directory for `<task>.jsonl` files.
-    #[arg(long, default_value = "tasks/decisions", value_name = "DIR")]
-    pub out: PathBuf,
+    /// Directory for `<task>.jsonl` files [default: tasks/decisions for the oracle,
+    /// results/decisions-<model> for a model, so model decisions never overwrite the
+    /// committed ones].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -381,10 +383,28 @@ async fn record(args: RecordArgs) -> Result<()> {
         &overrides,
     )
     .map_err(usage)?;
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("creating {}", args.out.display()))?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| match args.agent.as_str() {
+            "openai" => PathBuf::from("results").join(format!(
+                "decisions-{}",
+                config
+                    .openai
+                    .model
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                        c
+                    } else {
+                        '_'
+                    })
+                    .collect::<String>()
+            )),
+            _ => PathBuf::from("tasks/decisions"),
+        });
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let agent = match args.agent.as_str() {
-        "openai" => Some(crate::runner::build_agent("openai", &config, &args.out)?),
+        "openai" => Some(crate::runner::build_agent("openai", &config, &out)?),
         _ => None,
     };
     let source = format!("model:{}", config.openai.model);
@@ -413,7 +433,7 @@ async fn record(args: RecordArgs) -> Result<()> {
                     },
                 }
             }
-            let path = args.out.join(format!("{task}.jsonl"));
+            let path = out.join(format!("{task}.jsonl"));
             std::fs::write(&path, set.to_jsonl())
                 .with_context(|| format!("writing {}", path.display()))?;
             println!(

@@ -84,3 +84,53 @@ fn help_documents_every_subcommand() {
         assert!(run_help.contains(flag), "{run_help}");
     }
 }
+
+#[test]
+fn list_faults_prints_the_whole_catalogue_as_a_table_and_as_json() {
+    let (code, stdout, _) = faultline(&["list", "faults"]);
+    assert_eq!(code, 0);
+    assert!(stdout.starts_with("id "), "{stdout}");
+    for f in faultline_faults::Fault::ALL {
+        assert!(stdout.contains(f.id()), "{} missing", f.id());
+    }
+    let (code, json, _) = faultline(&["list", "faults", "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let entries = v.as_array().unwrap();
+    assert_eq!(entries.len(), faultline_faults::Fault::ALL.len());
+    for key in [
+        "id",
+        "layer",
+        "stage",
+        "mechanism",
+        "tasks",
+        "description",
+        "witness",
+        "implies",
+    ] {
+        assert!(entries.iter().all(|e| e.get(key).is_some()), "{key}");
+    }
+    let (code, _, stderr) = faultline(&["list", "fautls"]);
+    assert_eq!(code, 2, "{stderr}");
+}
+
+#[test]
+fn a_bad_fault_selector_is_a_usage_error_with_close_matches() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let (code, _, stderr) = faultline(&[
+        "run",
+        "--faults",
+        "overlay.cookie_baner",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--faults: unknown fault `overlay.cookie_baner`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`overlay.cookie_banner`"), "{stderr}");
+    assert!(!out.exists(), "nothing is written for a rejected selector");
+}
