@@ -575,6 +575,19 @@ fn md_cell(text: &str) -> String {
     text.replace('|', "\\|").replace(['\r', '\n'], " ")
 }
 
+/// The `n_eff` cell of a clustered rate, marked † (and `fallback` set) when the design
+/// effect could not be estimated.
+fn n_eff_cell(rate: Option<&crate::stats::ClusteredProportion>, fallback: &mut bool) -> String {
+    match rate {
+        Some(p) if p.estimate.note.is_some() => {
+            *fallback = true;
+            format!("{:.1}†", p.n_effective)
+        }
+        Some(p) => format!("{:.1}", p.n_effective),
+        None => "–".into(),
+    }
+}
+
 /// The `## Detection by layer` section: the layers table and the layer heatmap.
 fn layers_markdown(md: &mut String, layers: &[LayerRow], level: &str) {
     md.push_str("## Detection by layer\n\n");
@@ -582,14 +595,7 @@ fn layers_markdown(md: &mut String, layers: &[LayerRow], level: &str) {
     let mut fallback = false;
     for r in layers {
         let e = r.rate.as_ref().map(|p| &p.estimate);
-        let n_eff = match &r.rate {
-            Some(p) if p.estimate.note.is_some() => {
-                fallback = true;
-                format!("{:.1}†", p.n_effective)
-            }
-            Some(p) => format!("{:.1}", p.n_effective),
-            None => "–".into(),
-        };
+        let n_eff = n_eff_cell(r.rate.as_ref(), &mut fallback);
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -697,14 +703,7 @@ fn recovery_markdown(md: &mut String, r: &Recovery<'_>, level: &str) {
     let mut fallback = false;
     for c in &r.cells {
         let e = c.rate.as_ref().map(|p| &p.estimate);
-        let n_eff = match &c.rate {
-            Some(p) if p.estimate.note.is_some() => {
-                fallback = true;
-                format!("{:.1}†", p.n_effective)
-            }
-            Some(p) => format!("{:.1}", p.n_effective),
-            None => "–".into(),
-        };
+        let n_eff = n_eff_cell(c.rate.as_ref(), &mut fallback);
         let _ = writeln!(
             md,
             "| {} | `{}` | {} | {} | {} | {} | {} | {} | {} | {} |",

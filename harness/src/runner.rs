@@ -271,18 +271,25 @@ fn progress_bar(show: bool, what: &str, total: usize, skipped: usize) -> Progres
     bar
 }
 
-/// Runs `work` on every item with at most `jobs` at once, handing each finished result to
-/// `done` in completion order (which stores it; storage order does not affect results).
-async fn run_bounded<S, R, Fut>(
+/// Runs a phase: `work` on every item with at most `jobs` at once, each finished result
+/// handed to `store` in completion order (storage order does not affect results), with a
+/// progress bar over the phase's `(total, already stored)`.
+async fn run_phase<S, R, Fut>(
+    progress: bool,
+    name: &str,
+    (total, skipped): (usize, usize),
     items: Vec<S>,
     jobs: usize,
     work: impl Fn(S) -> Fut,
-    mut done: impl FnMut(R) -> Result<()>,
-) -> Result<()>
+    mut store: impl FnMut(R) -> Result<()>,
+) -> Result<PhaseSummary>
 where
     Fut: std::future::Future<Output = Result<R>> + Send + 'static,
     R: Send + 'static,
 {
+    let bar = progress_bar(progress, name, total, skipped);
+    let started = Instant::now();
+    let mut run = 0usize;
     let mut queue = items.into_iter();
     let mut running: JoinSet<Result<R>> = JoinSet::new();
     for item in queue.by_ref().take(jobs.max(1)) {
@@ -290,12 +297,20 @@ where
     }
     while let Some(joined) = running.join_next().await {
         let result = joined.context("a task panicked")??;
-        done(result)?;
+        store(result)?;
+        run += 1;
+        bar.inc(1);
         if let Some(next) = queue.next() {
             running.spawn(work(next));
         }
     }
-    Ok(())
+    bar.finish_and_clear();
+    Ok(PhaseSummary {
+        total,
+        run,
+        skipped,
+        wall: started.elapsed(),
+    })
 }
 
 async fn run_detection(
@@ -341,10 +356,10 @@ async fn run_detection(
         }
     }
     let (total, skipped, todo) = pending(specs, |s| &s.key, &finished, req.max_trials);
-    let bar = progress_bar(req.progress, "detection", total, skipped);
-    let started = Instant::now();
-    let mut run = 0usize;
-    run_bounded(
+    run_phase(
+        req.progress,
+        "detection",
+        (total, skipped),
         todo,
         config.jobs,
         |spec: TrialSpec| {
@@ -360,21 +375,9 @@ async fn run_detection(
                 Ok((spec, result))
             }
         },
-        |(spec, result)| {
-            store(db, shots, &spec, result)?;
-            run += 1;
-            bar.inc(1);
-            Ok(())
-        },
+        |(spec, result)| store(db, shots, &spec, result),
     )
-    .await?;
-    bar.finish_and_clear();
-    Ok(PhaseSummary {
-        total,
-        run,
-        skipped,
-        wall: started.elapsed(),
-    })
+    .await
 }
 
 /// An episode to run.
@@ -432,11 +435,11 @@ async fn run_recovery(
         }
     }
     let (total, skipped, todo) = pending(tasks, |t| &t.key, &finished, req.max_episodes);
-    let bar = progress_bar(req.progress, "recovery ", total, skipped);
-    let started = Instant::now();
-    let mut run = 0usize;
     let limits = rc.limits;
-    run_bounded(
+    run_phase(
+        req.progress,
+        "recovery ",
+        (total, skipped),
         todo,
         config.jobs,
         |task: EpisodeTask| {
@@ -458,21 +461,9 @@ async fn run_recovery(
                 Ok((task, agent.name().to_string(), result))
             }
         },
-        |(task, agent_name, result)| {
-            store_episode(db, shots, &task, &agent_name, result)?;
-            run += 1;
-            bar.inc(1);
-            Ok(())
-        },
+        |(task, agent_name, result)| store_episode(db, shots, &task, &agent_name, result),
     )
-    .await?;
-    bar.finish_and_clear();
-    Ok(PhaseSummary {
-        total,
-        run,
-        skipped,
-        wall: started.elapsed(),
-    })
+    .await
 }
 
 /// Builds the agent a config names; the `openai` agent's cassette lives in `out` unless
