@@ -13,7 +13,7 @@ use chromiumoxide::cdp::browser_protocol::input::{
     InsertTextParams, MouseButton,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    CaptureScreenshotFormat, CaptureScreenshotParams, NavigateParams, Viewport,
+    CaptureScreenshotFormat, CaptureScreenshotParams, NavigateParams, StopLoadingParams, Viewport,
 };
 use chromiumoxide::cdp::browser_protocol::target::{
     CreateBrowserContextParams, CreateTargetParams,
@@ -430,8 +430,13 @@ impl TrialPage {
         })()"#;
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            // Errors are expected while a navigation swaps the document; keep polling.
-            if let Ok(serde_json::Value::Bool(true)) = self.eval(JS).await {
+            // Errors are expected while a navigation swaps the document; keep polling. A
+            // single evaluation can itself stall while a navigation hangs, so it is
+            // bounded by the deadline too.
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if let Ok(Ok(serde_json::Value::Bool(true))) =
+                tokio::time::timeout(left, self.eval(JS)).await
+            {
                 return Ok(());
             }
             if tokio::time::Instant::now() >= deadline {
@@ -439,6 +444,16 @@ impl TrialPage {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// Gives up on a navigation that is still loading (what a browser's Stop button
+    /// does), so the page can be observed as it is.
+    pub async fn stop_loading(&self) -> Result<()> {
+        self.page
+            .execute(StopLoadingParams::default())
+            .await
+            .context("stopping the page load")?;
+        Ok(())
     }
 
     /// The page clock (`performance.now()` of the top document).

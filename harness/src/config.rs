@@ -407,8 +407,15 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
             at("timing")
         );
     }
+    // `--faults` chooses the faults of the whole run: detection and recovery.
+    let recovery_file = file.recovery.clone().map(|mut r| {
+        if overrides.faults.is_some() {
+            r.faults = overrides.faults.clone();
+        }
+        r
+    });
     let recovery = resolve_recovery(
-        file.recovery.as_ref(),
+        recovery_file.as_ref(),
         layouts,
         &tasks,
         &registry,
@@ -632,6 +639,14 @@ mod tests {
         };
         let e = resolve(&text(""), &o).unwrap_err().to_string();
         assert!(e.starts_with("--faults: unknown layer"), "{e}");
+        // --faults chooses the faults of both phases.
+        let o = Overrides {
+            faults: Some(vec!["overlay.modal".into()]),
+            ..Overrides::default()
+        };
+        let c = resolve(&load_text(None).unwrap(), &o).unwrap();
+        assert_eq!(c.faults, vec![Fault::Modal]);
+        assert_eq!(c.recovery.faults, vec![Fault::Modal]);
     }
 
     #[test]

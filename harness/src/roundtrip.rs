@@ -358,6 +358,9 @@ impl<'a> RoundTrip<'a> {
         if may_navigate {
             let limit = Duration::from_millis(self.timing.navigation_timeout_ms);
             if self.page.wait_ready(limit).await.is_err() {
+                // Give up on the load, as a harness with a navigation timeout does, and
+                // observe what the browser shows.
+                self.page.stop_loading().await?;
                 load_error = Some(format!(
                     "Error: the page did not finish loading within {:.1} s.",
                     limit.as_secs_f64()

@@ -353,7 +353,9 @@ pub fn extras(layout: &Layout, mods: &[PageMod]) -> Extras {
                     r#"(function () {
   var m = document.getElementById('fl-modal');
   m.addEventListener('pointerdown', function (e) { __fl.witness('intercepted', { overlay: 'modal', x: e.clientX, y: e.clientY }); });
-  m.addEventListener('pointermove', function (e) { if (!m.dataset.hovered) { m.dataset.hovered = '1'; __fl.witness('intercepted', { overlay: 'modal', pointer: 'move', x: e.clientX, y: e.clientY }); } });
+  // A closure flag, not an attribute: the witness must not change the DOM it reports on.
+  var hovered = false;
+  m.addEventListener('pointermove', function (e) { if (!hovered) { hovered = true; __fl.witness('intercepted', { overlay: 'modal', pointer: 'move', x: e.clientX, y: e.clientY }); } });
   document.getElementById('fl-modal-close').addEventListener('click', function () { m.remove(); });
 })();
 "#,

@@ -50,6 +50,10 @@ pub const LEDGER_JS: &str = r#"(function () {
   // Harness instrumentation: a navigation away from this document has begun (a form
   // submit, a link), so "loaded" must mean the next document, not this one.
   window.addEventListener('beforeunload', function () { window.__faultline_leaving = performance.now(); });
+  // A form submit schedules its navigation for later; the submit event itself fires
+  // synchronously with the key or click that caused it, so mark the leaving there too,
+  // or a busy machine can observe the old page as if nothing had happened.
+  document.addEventListener('submit', function () { window.__faultline_leaving = performance.now(); }, true);
   function frames() {
     var out = [window];
     document.querySelectorAll('iframe').forEach(function (f) { out.push(f.contentWindow); });

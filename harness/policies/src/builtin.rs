@@ -4,8 +4,9 @@ use crate::evidence::{Evidence, Observation};
 use crate::{Judgement, Verdict, VerificationPolicy};
 use faultline_tasks::Expectation;
 
-/// Takes the tool's own message as true: an error message is a failure, a "no change"
-/// message is no change, anything else is success.
+/// Takes the tool's own message as true: a message that reports an error anywhere (a
+/// step of several actions joins their messages) is a failure, a "no change" message is
+/// no change, anything else is success.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct UnverifiedPolicy;
 
@@ -17,13 +18,14 @@ impl VerificationPolicy for UnverifiedPolicy {
     fn judge(&self, ev: &Evidence<'_>) -> Judgement {
         let m = ev.tool_message;
         let lower = m.to_ascii_lowercase();
-        let verdict = if lower.starts_with("error") || lower.contains("failed") {
-            Verdict::Fail
-        } else if lower.contains("no change") {
-            Verdict::NoChange
-        } else {
-            Verdict::Success
-        };
+        let verdict =
+            if lower.starts_with("error") || lower.contains("error:") || lower.contains("failed") {
+                Verdict::Fail
+            } else if lower.contains("no change") {
+                Verdict::NoChange
+            } else {
+                Verdict::Success
+            };
         Judgement::new(verdict, m)
     }
 }
@@ -380,6 +382,10 @@ mod tests {
         c.message = "No change detected.".into();
         assert_eq!(c.judge(&UnverifiedPolicy).verdict, Verdict::NoChange);
         c.message = "Error: element not found".into();
+        assert_eq!(c.judge(&UnverifiedPolicy).verdict, Verdict::Fail);
+        c.message =
+            "Typed \"a\". Pressed Enter. Error: the page did not finish loading within 4.0 s."
+                .into();
         assert_eq!(c.judge(&UnverifiedPolicy).verdict, Verdict::Fail);
     }
 
