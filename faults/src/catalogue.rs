@@ -410,7 +410,7 @@ faults! {
         tasks: &[T::Grid],
         description: "the stylesheet that positions the board is loaded after the page's load event and arrives late, so the layout jumps after the action",
         injection: "the page loads its stylesheet after load; server middleware delays it",
-        parameters: "the delay, 1500-2200 ms",
+        parameters: "the delay, 3500-4500 ms",
         witness: "the delay and the page-clock instants of the click and of the stylesheet applying",
         implies: "the click lands on the unstyled layout: not on the target",
         outcome_holds: false,

@@ -152,8 +152,10 @@ impl FaultPlan {
                     fires: false,
                     ..rule(
                         Route::GridStyle,
+                        // Well past the scripted agent's 1.5 s wait and its retries, so
+                        // whether the layout has jumped never depends on the run's timing.
                         NetworkEffect::Delay {
-                            ms: rng.random_range(1500..=2200),
+                            ms: rng.random_range(3500..=4500),
                         },
                         None,
                     )
@@ -167,7 +169,8 @@ impl FaultPlan {
             Fault::CookieBanner => {
                 let t = target_rect(layout)?;
                 let h = f64::from(rng.random_range(90..=140u32));
-                let y = (t.center().y - h / 2.0).clamp(0.0, f64::from(VIEWPORT.height) - h);
+                let y = snap((t.center().y - h / 2.0).clamp(0.0, f64::from(VIEWPORT.height) - h));
+                let h = snap(h);
                 (
                     vec![],
                     vec![PageMod::CookieBanner {
@@ -183,9 +186,10 @@ impl FaultPlan {
                     f64::from(rng.random_range(150..=190u32)),
                 );
                 let c = t.center();
-                let x = (c.x - w / 2.0).clamp(0.0, f64::from(VIEWPORT.width) - w);
+                let x = snap((c.x - w / 2.0).clamp(0.0, f64::from(VIEWPORT.width) - w));
                 // The popup's button (its lower half) covers the target's centre.
-                let y = (c.y - h * 0.7).clamp(0.0, f64::from(VIEWPORT.height) - h);
+                let y = snap((c.y - h * 0.7).clamp(0.0, f64::from(VIEWPORT.height) - h));
+                let (w, h) = (snap(w), snap(h));
                 (
                     vec![],
                     vec![PageMod::DecoyPopup {
@@ -543,6 +547,14 @@ impl FaultPlan {
 
 /// The marker the connection-drop fault cuts the results page before.
 pub const RESULTS_MARKER: &str = "<div id=\"results\"";
+
+/// Rounds an overlay's edge down to a multiple of 4 CSS pixels, which the 3/4-scale
+/// screenshot maps onto whole image pixels: an edge between pixels is anti-aliased, and
+/// that blend is not stable from one capture to the next, which would make the pixel
+/// policy's verdict depend on the run.
+fn snap(v: f64) -> f64 {
+    (v / 4.0).floor() * 4.0
+}
 
 /// The box of the thing the instruction names, in viewport coordinates.
 pub fn target_rect(layout: &Layout) -> Option<Rect> {
