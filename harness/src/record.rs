@@ -12,8 +12,7 @@ use crate::roundtrip::RoundTrip;
 use crate::trial::{run_trial, TrialEnv};
 use anyhow::{anyhow, bail, Context, Result};
 use faultline_sites::Scope;
-use faultline_tasks::decision::DECISION_SCHEMA;
-use faultline_tasks::{parse_reply, Decision, Layout, Point, TaskKind};
+use faultline_tasks::{Decision, Layout, Point, TaskKind};
 
 /// Finds the target's centre (viewport coordinates) on the live page.
 async fn locate(page: &crate::browser::TrialPage, layout: &Layout) -> Result<Point> {
@@ -108,7 +107,8 @@ async fn oracle_reply(env: &TrialEnv, layout: &Layout) -> Result<String> {
     }
     .await;
     page.close().await;
-    // The scope's ledger is not needed; nothing reads it.
+    // The scope's ledger is not needed; take it so it does not stay in memory.
+    let _ = env.scorer.score(&scope, layout);
     result
 }
 
@@ -123,20 +123,15 @@ pub async fn record_oracle(
     let reply = oracle_reply(env, &layout)
         .await
         .with_context(|| format!("oracle on {task} layout {index}"))?;
-    let decision = Decision {
-        schema: DECISION_SCHEMA,
-        task,
+    let decision = Decision::from_reply(
         root_seed,
-        layout_index: index,
-        layout_seed: layout.seed,
-        instruction: layout.instruction().text,
-        actions: parse_reply(&reply).map_err(|e| anyhow!("oracle reply {reply:?}: {e}"))?,
+        &layout,
         reply,
-        image: faultline_tasks::layout::IMAGE,
-        viewport: env.viewport,
-        source: "oracle".into(),
-    };
-    decision.validate().map_err(|e| anyhow!(e))?;
+        faultline_tasks::layout::IMAGE,
+        env.viewport,
+        "oracle",
+    )
+    .map_err(|e| anyhow!("oracle on {task} layout {index}: {e}"))?;
     // Keep only decisions that succeed on a clean page, per the ledger.
     let check = run_trial(env, &decision, None).await?;
     if !check.truth.achieved {
@@ -198,31 +193,11 @@ pub async fn record_with_agent(
     page.close().await;
     let _ = env.scorer.score(&scope, &layout);
     let reply = reply?;
-    let actions = match parse_reply(&reply.text) {
-        Ok(a) => a,
-        Err(e) => {
-            return Ok(Recorded::Rejected(format!(
-                "the reply did not parse ({e}): {:?}",
-                reply.text
-            )))
-        }
-    };
-    let decision = Decision {
-        schema: DECISION_SCHEMA,
-        task,
-        root_seed,
-        layout_index: index,
-        layout_seed: layout.seed,
-        instruction: layout.instruction().text,
-        actions,
-        reply: reply.text,
-        image,
-        viewport: env.viewport,
-        source: source.to_string(),
-    };
-    if let Err(e) = decision.validate() {
-        return Ok(Recorded::Rejected(e));
-    }
+    let decision =
+        match Decision::from_reply(root_seed, &layout, reply.text, image, env.viewport, source) {
+            Ok(d) => d,
+            Err(e) => return Ok(Recorded::Rejected(e)),
+        };
     let check = run_trial(env, &decision, None).await?;
     Ok(if check.truth.achieved {
         Recorded::Kept(decision)

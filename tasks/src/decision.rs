@@ -38,6 +38,35 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// A decision for `layout` under `root_seed` from a raw reply: parsed with the clean
+    /// parser and validated, or the reason it cannot be one.
+    pub fn from_reply(
+        root_seed: u64,
+        layout: &Layout,
+        reply: String,
+        image: Size,
+        viewport: Size,
+        source: &str,
+    ) -> Result<Decision, String> {
+        let actions =
+            parse_reply(&reply).map_err(|e| format!("the reply did not parse ({e}): {reply:?}"))?;
+        let decision = Decision {
+            schema: DECISION_SCHEMA,
+            task: layout.task,
+            root_seed,
+            layout_index: layout.index,
+            layout_seed: layout.seed,
+            instruction: layout.instruction().text,
+            reply,
+            actions,
+            image,
+            viewport,
+            source: source.to_string(),
+        };
+        decision.validate()?;
+        Ok(decision)
+    }
+
     pub fn layout(&self) -> Layout {
         Layout::generate(self.task, self.layout_index, self.layout_seed)
     }
@@ -244,6 +273,26 @@ mod tests {
             viewport: VIEWPORT,
             source: "oracle".into(),
         }
+    }
+
+    #[test]
+    fn from_reply_parses_and_validates() {
+        let layout = Layout::for_root(1, TaskKind::Grid, 2);
+        let d = Decision::from_reply(
+            1,
+            &layout,
+            "click(450, 300)".into(),
+            IMAGE,
+            VIEWPORT,
+            "oracle",
+        )
+        .unwrap();
+        assert_eq!(d.actions, vec![Action::Click { x: 450.0, y: 300.0 }]);
+        assert_eq!((d.layout_seed, d.source.as_str()), (layout.seed, "oracle"));
+        let e =
+            Decision::from_reply(1, &layout, "click(450".into(), IMAGE, VIEWPORT, "m").unwrap_err();
+        assert!(e.starts_with("the reply did not parse"), "{e}");
+        assert!(Decision::from_reply(1, &layout, "stop()".into(), IMAGE, VIEWPORT, "").is_err());
     }
 
     #[test]
