@@ -1,8 +1,9 @@
-//! The command line: raw flags (clap) -> validated requests -> actions, with every exit
-//! code decided in [`exit_code`].
+//! The command line: raw flags (clap) -> validated requests -> actions. Exit codes are
+//! decided in [`crate::error`].
 
 use crate::config::{self, Overrides};
-use crate::runner::{self, Harness, RunRequest};
+use crate::error::usage;
+use crate::experiment::{self, Harness, RunRequest};
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use faultline_tasks::{DecisionSet, TaskKind};
@@ -142,29 +143,6 @@ pub struct ReportArgs {
     pub seed: Option<u64>,
 }
 
-/// A problem with what the user asked for (exit code 2), as opposed to a failure while
-/// doing it (exit code 1).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
-
-/// The one place exit codes are decided.
-pub fn exit_code(err: &anyhow::Error) -> i32 {
-    if err.downcast_ref::<UsageError>().is_some()
-        || err
-            .downcast_ref::<faultline_tasks::DecisionError>()
-            .is_some()
-    {
-        2
-    } else {
-        1
-    }
-}
-
-fn usage(e: anyhow::Error) -> anyhow::Error {
-    anyhow!(UsageError(format!("{e:#}")))
-}
-
 /// Runs a parsed command line.
 pub async fn dispatch(cli: Cli) -> Result<()> {
     match cli.command {
@@ -251,7 +229,7 @@ fn list(args: ListArgs) -> Result<()> {
             }
         }
         "agents" => {
-            for a in crate::config::AGENTS {
+            for a in crate::agent::Registry::default().names() {
                 writeln!(out, "{a}")?;
             }
         }
@@ -283,7 +261,7 @@ async fn run(args: RunArgs) -> Result<()> {
         None => PathBuf::from("results").join(format!("run-{}", utc_stamp())),
     };
     let jobs = config.jobs;
-    let summary = runner::run(RunRequest {
+    let summary = experiment::run(RunRequest {
         out,
         resume: args.resume,
         config,
@@ -404,7 +382,7 @@ async fn record(args: RecordArgs) -> Result<()> {
         });
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let agent = match args.agent.as_str() {
-        "openai" => Some(crate::runner::build_agent("openai", &config, &out)?),
+        "openai" => Some(crate::experiment::build_agent("openai", &config, &out)?),
         _ => None,
     };
     let source = format!("model:{}", config.openai.model);
@@ -416,9 +394,15 @@ async fn record(args: RecordArgs) -> Result<()> {
             for index in 0..args.layouts {
                 match &agent {
                     None => set.decisions.push(
-                        crate::record::record_oracle(&harness.env, args.seed, task, index).await?,
+                        crate::experiment::record::record_oracle(
+                            &harness.env,
+                            args.seed,
+                            task,
+                            index,
+                        )
+                        .await?,
                     ),
-                    Some(agent) => match crate::record::record_with_agent(
+                    Some(agent) => match crate::experiment::record::record_with_agent(
                         &harness.env,
                         agent.as_ref(),
                         &source,
@@ -428,8 +412,10 @@ async fn record(args: RecordArgs) -> Result<()> {
                     )
                     .await?
                     {
-                        crate::record::Recorded::Kept(d) => set.decisions.push(d),
-                        crate::record::Recorded::Rejected(why) => rejected.push((index, why)),
+                        crate::experiment::record::Recorded::Kept(d) => set.decisions.push(d),
+                        crate::experiment::record::Recorded::Rejected(why) => {
+                            rejected.push((index, why))
+                        }
                     },
                 }
             }
@@ -522,12 +508,6 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn usage_errors_exit_2_and_failures_exit_1() {
-        assert_eq!(exit_code(&usage(anyhow!("bad flag"))), 2);
-        assert_eq!(exit_code(&anyhow!("browser crashed")), 1);
     }
 
     #[test]

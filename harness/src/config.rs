@@ -6,8 +6,8 @@
 
 use crate::agent::cassette::CassetteMode;
 use crate::agent::openai::OpenAiConfig;
-use crate::episode::EpisodeLimits;
-use crate::roundtrip::Timing;
+use crate::engine::episode::EpisodeLimits;
+use crate::engine::roundtrip::Timing;
 use anyhow::{bail, Result};
 use faultline_faults::Fault;
 use faultline_policies::Registry;
@@ -177,9 +177,6 @@ pub struct RecoveryConfig {
     pub limits: EpisodeLimits,
     pub faults: Vec<Fault>,
 }
-
-/// Agents `recovery.agent` accepts.
-pub const AGENTS: &[&str] = &["replay", "scripted", "openai"];
 
 impl ExperimentConfig {
     /// The (task, fault) pairs of the detection experiment: every configured task with
@@ -516,11 +513,12 @@ fn resolve_recovery(
         );
     }
     let agent = r.agent.clone().unwrap_or_else(|| "scripted".into());
-    if !AGENTS.contains(&agent.as_str()) {
+    let agents = crate::agent::Registry::default();
+    if !agents.contains(&agent) {
         bail!(
             "{}: unknown agent `{agent}` (available: {})",
             at("agent"),
-            AGENTS.join(", ")
+            agents.names().join(", ")
         );
     }
     let defaults = EpisodeLimits::default();

@@ -1,16 +1,20 @@
 //! faultline: fault injection and evaluation for browser-agent harnesses.
 //!
-//! This crate ties the others together: it drives a real Chromium ([`browser`]) through
-//! the four-stage action round trip ([`roundtrip`]), runs trials ([`trial`]) and the
-//! detection experiment ([`runner`]), records oracle decisions ([`record`]), and maps the
-//! command line onto all of it ([`cli`]).
+//! This crate ties the others together. Its folders say why each part changes:
+//!
+//! - [`engine`]: driving a real Chromium — the browser and its page pool, the
+//!   [`engine::session::Session`] a trial or an episode runs in, the four-stage round trip
+//!   (parse, execute, feedback, observe), one detection trial, one recovery episode;
+//! - [`agent`]: what acts after a recorded decision — the [`agent::Agent`] trait, the
+//!   registry that rebuilds an agent by name, and the built-in agents;
+//! - [`experiment`]: what a run is made of — the phases (detection, recovery), their
+//!   work items, decisions and recorders, the manifest and the stored rows;
+//! - [`cli`] and [`config`]: flags and config files turned into a validated experiment;
+//!   [`error`]: the usage error and the exit codes, in one place.
 
 pub mod agent;
-pub mod browser;
 pub mod cli;
 pub mod config;
-pub mod episode;
-pub mod record;
-pub mod roundtrip;
-pub mod runner;
-pub mod trial;
+pub mod engine;
+pub mod error;
+pub mod experiment;

@@ -1,5 +1,6 @@
 use clap::Parser;
-use faultline::cli::{dispatch, exit_code, Cli};
+use faultline::cli::{dispatch, Cli};
+use faultline::error::exit_code;
 
 fn main() {
     let cli = Cli::parse();

@@ -1,7 +1,7 @@
 //! No Chromium outlives faultline: not after a normal close, and not after the process
 //! that started it is SIGKILLed.
 
-use faultline::browser::{find_chromium, BrowserHandle};
+use faultline::engine::browser::{find_chromium, BrowserHandle};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

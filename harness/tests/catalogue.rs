@@ -4,7 +4,7 @@
 
 mod common;
 
-use faultline::trial::{run_trial, TrialResult};
+use faultline::engine::trial::{run_trial, TrialResult};
 use faultline_faults::{Fault, FaultPlan};
 use faultline_policies::Verdict;
 use faultline_tasks::decision::embedded_default;

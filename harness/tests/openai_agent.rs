@@ -5,7 +5,9 @@
 //! `ENV` while it builds agents.
 
 use faultline::agent::cassette::{Cassette, CassetteMode};
-use faultline::agent::chat_mock::{ChatMock, MockResponse};
+#[path = "support/chat_mock.rs"]
+mod chat_mock;
+use chat_mock::{ChatMock, MockResponse};
 use faultline::agent::openai::{OpenAiAgent, OpenAiConfig, API_KEY_VARS};
 use faultline::agent::{
     Agent, AgentError, AgentReply, AgentView, HistoryEntry, PolicyFeedback, TokenUsage,

@@ -4,7 +4,9 @@
 //! malformed reply, a 429 then success, a timeout, the budget, a persistent executor
 //! fault, a recoverable feedback fault, and a replay from the cassette with zero calls.
 
-use faultline::agent::chat_mock::{ChatMock, MockResponse};
+#[path = "support/chat_mock.rs"]
+mod chat_mock;
+use chat_mock::{ChatMock, MockResponse};
 use faultline_analysis::db::ResultsDb;
 use faultline_tasks::decision::embedded_default;
 use faultline_tasks::seed::DEFAULT_ROOT_SEED;

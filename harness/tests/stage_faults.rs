@@ -3,7 +3,7 @@
 
 mod common;
 
-use faultline::trial::run_trial;
+use faultline::engine::trial::run_trial;
 use faultline_faults::{Fault, FaultPlan, LEAKED_TOKEN, NO_CHANGE_MESSAGE};
 use faultline_policies::Verdict;
 use faultline_tasks::decision::embedded_default;

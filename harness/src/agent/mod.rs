@@ -10,20 +10,25 @@
 //! The view is all an agent gets: no agent can reach the ledger, the layout or the page
 //! beyond the observation (the types here hold none of them).
 //!
-//! Built-in agents, rebuilt by name from a stored config ([`AgentSpec`]):
+//! Built-in agents, rebuilt by name from a stored config through the [`registry`]:
 //!
 //! | name | what it does |
 //! |---|---|
-//! | `replay` | the recorded decision, nothing more: it stops at once |
+//! | `replay` | the recorded decision, nothing more: it stops at once ([`replay`]) |
 //! | `scripted` | a transparent rule-based baseline ([`scripted::ScriptedAgent`]) |
-//! | `openai` | any OpenAI-compatible chat-completions endpoint, through a cassette |
+//! | `openai` | any OpenAI-compatible chat-completions endpoint, through a [`cassette`] |
 //!
-//! [`chat_mock`] is an in-process mock of that endpoint: a test double, not a model.
+//! To add an agent: one file here implementing [`Agent`], one line in
+//! [`registry::Registry::default`].
 
 pub mod cassette;
-pub mod chat_mock;
 pub mod openai;
+pub mod registry;
+pub mod replay;
 pub mod scripted;
+
+pub use registry::{AgentContext, Registry};
+pub use replay::ReplayAgent;
 
 use faultline_policies::{Observation, Verdict};
 use faultline_tasks::{Action, Instruction, Size};
@@ -118,18 +123,4 @@ pub trait Agent: Send + Sync {
     /// The next reply. Must not depend on anything but the view (and, for a model,
     /// the model): episodes are replayed from stored configs.
     fn reply<'a>(&'a self, view: AgentView<'a>) -> BoxFuture<'a, Result<AgentReply, AgentError>>;
-}
-
-/// The `replay` agent: the recorded decision is all it has, so after it, it stops.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ReplayAgent;
-
-impl Agent for ReplayAgent {
-    fn name(&self) -> &str {
-        "replay"
-    }
-
-    fn reply<'a>(&'a self, _view: AgentView<'a>) -> BoxFuture<'a, Result<AgentReply, AgentError>> {
-        Box::pin(async { Ok(AgentReply::text("stop()")) })
-    }
 }

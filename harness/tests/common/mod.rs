@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use faultline::config::{self, ExperimentConfig, Overrides};
-use faultline::runner::{Harness, RunRequest, RunSummary};
+use faultline::experiment::{Harness, RunRequest, RunSummary};
 use std::path::Path;
 
 /// The default experiment resolved with small overrides.
@@ -74,7 +74,7 @@ pub async fn run_limited(
         faults: None,
     };
     let config = config::resolve(&text, &overrides).unwrap();
-    faultline::runner::run(RunRequest {
+    faultline::experiment::run(RunRequest {
         out: out.to_path_buf(),
         resume,
         config,

@@ -9,6 +9,9 @@
 //! Dropping the mock shuts it down without waiting: a [`MockResponse::Hang`] in
 //! flight is released by the same signal.
 
+// Each test binary uses a part of the mock.
+#![allow(dead_code)]
+
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};

@@ -8,14 +8,14 @@
 //! Save; for the select it opens the menu and moves to the option with the arrow keys. Each decision is then replayed on a fresh
 //! clean page and kept only if the ledger confirms it succeeded.
 
-use crate::roundtrip::RoundTrip;
-use crate::trial::{run_trial, TrialEnv};
+use crate::engine::session::Session;
+use crate::engine::trial::run_trial;
+use crate::engine::Engine;
 use anyhow::{anyhow, bail, Context, Result};
-use faultline_sites::Scope;
 use faultline_tasks::{Decision, Layout, Point, TaskKind};
 
 /// Finds the target's centre (viewport coordinates) on the live page.
-async fn locate(page: &crate::browser::TrialPage, layout: &Layout) -> Result<Point> {
+async fn locate(page: &crate::engine::browser::TrialPage, layout: &Layout) -> Result<Point> {
     let target = serde_json::to_string(layout.target())?;
     let js = match layout.task {
         TaskKind::Search => return Err(anyhow!("the search task has no point to locate")),
@@ -50,7 +50,7 @@ async fn locate(page: &crate::browser::TrialPage, layout: &Layout) -> Result<Poi
 }
 
 /// Writes the oracle's reply for one layout.
-async fn oracle_reply(env: &TrialEnv, layout: &Layout) -> Result<String> {
+async fn oracle_reply(env: &Engine, layout: &Layout) -> Result<String> {
     if layout.task == TaskKind::Search {
         return Ok(format!(
             "type({})\npress(\"Enter\")",
@@ -58,63 +58,55 @@ async fn oracle_reply(env: &TrialEnv, layout: &Layout) -> Result<String> {
         ));
     }
     let image = faultline_tasks::layout::IMAGE;
-    let mut page = env.pages.take().await?;
-    let scope = Scope::random();
-    let result = async {
-        page.goto(&env.server.page_url(&scope, layout)).await?;
-        let centre = locate(&page, layout).await?;
-        let p = centre.scale(env.viewport, image);
-        let (x, y) = (p.x.round(), p.y.round());
-        match layout.task {
-            TaskKind::Grid | TaskKind::Frame => Ok(format!("click({x}, {y})")),
-            TaskKind::Form => Ok(format!(
-                "type({})\nclick({x}, {y})",
-                serde_json::to_string(layout.target())?
-            )),
-            TaskKind::Select => {
-                // Open the menu, move from the current option to the target, commit.
-                let faultline_tasks::layout::LayoutSpec::Select(s) = &layout.spec else {
-                    unreachable!("select layouts are select specs")
-                };
-                let (from, to) = (s.initial as i64, s.target_index() as i64);
-                let key = if to > from { "ArrowDown" } else { "ArrowUp" };
-                let mut lines = vec![format!("click({x}, {y})")];
-                lines.extend((0..(to - from).abs()).map(|_| format!("press(\"{key}\")")));
-                lines.push("press(\"Enter\")".into());
-                Ok(lines.join("\n"))
-            }
-            TaskKind::Chart => {
-                // Hover like a model would and read the tooltip from the observation.
-                let hover = format!("hover({x}, {y})");
-                let mut rt = RoundTrip::new(&mut page, layout, None, image, env.timing);
-                let step = rt
-                    .step(&hover)
-                    .await?
-                    .map_err(|e| anyhow!("oracle reply did not parse: {e}"))?;
-                let needle = format!("{}: ", layout.target());
-                let value: String = step
-                    .after
-                    .text
-                    .split(&needle)
-                    .nth(1)
-                    .map(|rest| rest.chars().take_while(|c| c.is_ascii_digit()).collect())
-                    .filter(|v: &String| !v.is_empty())
-                    .ok_or_else(|| anyhow!("the tooltip for {} never appeared", layout.target()))?;
-                Ok(format!("{hover}\nanswer(\"{value}\")"))
-            }
-            TaskKind::Search => unreachable!("handled above"),
+    // A scratch session: its ledger is released unread when it ends.
+    let mut session = Session::open(env, layout, None, image).await?;
+    let centre = locate(&session.rt().page, layout).await?;
+    let p = centre.scale(env.viewport, image);
+    let (x, y) = (p.x.round(), p.y.round());
+    match layout.task {
+        TaskKind::Grid | TaskKind::Frame => Ok(format!("click({x}, {y})")),
+        TaskKind::Form => Ok(format!(
+            "type({})\nclick({x}, {y})",
+            serde_json::to_string(layout.target())?
+        )),
+        TaskKind::Select => {
+            // Open the menu, move from the current option to the target, commit.
+            let faultline_tasks::layout::LayoutSpec::Select(s) = &layout.spec else {
+                unreachable!("select layouts are select specs")
+            };
+            let (from, to) = (s.initial as i64, s.target_index() as i64);
+            let key = if to > from { "ArrowDown" } else { "ArrowUp" };
+            let mut lines = vec![format!("click({x}, {y})")];
+            lines.extend((0..(to - from).abs()).map(|_| format!("press(\"{key}\")")));
+            lines.push("press(\"Enter\")".into());
+            Ok(lines.join("\n"))
         }
+        TaskKind::Chart => {
+            // Hover like a model would and read the tooltip from the observation.
+            let hover = format!("hover({x}, {y})");
+            let step = session
+                .rt()
+                .step(&hover)
+                .await?
+                .map_err(|e| anyhow!("oracle reply did not parse: {e}"))?;
+            let needle = format!("{}: ", layout.target());
+            let value: String = step
+                .after
+                .text
+                .split(&needle)
+                .nth(1)
+                .map(|rest| rest.chars().take_while(|c| c.is_ascii_digit()).collect())
+                .filter(|v: &String| !v.is_empty())
+                .ok_or_else(|| anyhow!("the tooltip for {} never appeared", layout.target()))?;
+            Ok(format!("{hover}\nanswer(\"{value}\")"))
+        }
+        TaskKind::Search => unreachable!("handled above"),
     }
-    .await;
-    page.close().await;
-    // The scope's ledger is not needed; take it so it does not stay in memory.
-    let _ = env.scorer.score(&scope, layout);
-    result
 }
 
 /// Records and verifies the oracle decision for one layout.
 pub async fn record_oracle(
-    env: &TrialEnv,
+    env: &Engine,
     root_seed: u64,
     task: TaskKind,
     index: u32,
@@ -155,7 +147,7 @@ pub enum Recorded {
 /// sees the clean page's observation and replies; the decision is replayed on a fresh
 /// clean page and kept only if the ledger confirms it.
 pub async fn record_with_agent(
-    env: &TrialEnv,
+    env: &Engine,
     agent: &dyn crate::agent::Agent,
     source: &str,
     root_seed: u64,
@@ -164,19 +156,17 @@ pub async fn record_with_agent(
 ) -> Result<Recorded> {
     let layout = Layout::for_root(root_seed, task, index);
     let image = faultline_tasks::layout::IMAGE;
-    let mut page = env.pages.take().await?;
-    let scope = Scope::random();
     let reply = async {
-        page.goto(&env.server.page_url(&scope, &layout)).await?;
-        let mut rt = RoundTrip::new(&mut page, &layout, None, image, env.timing);
-        let (observation, _) = rt.observe_now().await?;
+        // A scratch session: its ledger is released unread when it ends.
+        let mut session = Session::open(env, &layout, None, image).await?;
+        let (observation, _) = session.rt().observe_now().await?;
         let instruction = layout.instruction();
         let view = crate::agent::AgentView {
             instruction: &instruction,
             observation: &observation,
             feedback: None,
             history: &[],
-            budget_left: crate::episode::EpisodeLimits::default().budget,
+            budget_left: crate::engine::episode::EpisodeLimits::default().budget,
             step: 0,
             image,
             seed: faultline_tasks::seed::derive(
@@ -190,8 +180,6 @@ pub async fn record_with_agent(
             .map_err(|e| anyhow!("{task} layout {index}: {e}"))
     }
     .await;
-    page.close().await;
-    let _ = env.scorer.score(&scope, &layout);
     let reply = reply?;
     let decision =
         match Decision::from_reply(root_seed, &layout, reply.text, image, env.viewport, source) {

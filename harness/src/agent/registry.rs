@@ -1,0 +1,126 @@
+//! Agents by name, so a stored config rebuilds the same agent.
+//!
+//! Adding an agent is one file under `agent/` implementing [`Agent`] and one
+//! [`Registry::register`] line in [`Registry::default`]; the config validation
+//! (`[recovery] agent`), `faultline list agents` and the run all read this registry.
+
+use super::cassette::Cassette;
+use super::openai::OpenAiAgent;
+use super::replay::ReplayAgent;
+use super::scripted::ScriptedAgent;
+use super::Agent;
+use crate::config::ExperimentConfig;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What an agent may be built from: the resolved experiment config and the run
+/// directory (where, for example, a model agent keeps its default cassette).
+#[derive(Clone, Copy)]
+pub struct AgentContext<'a> {
+    pub config: &'a ExperimentConfig,
+    pub out: &'a Path,
+}
+
+/// Builds an agent, or says why the config cannot give one (a usage error).
+pub type Constructor = fn(AgentContext<'_>) -> Result<Arc<dyn Agent>, String>;
+
+/// Agents by name, in registration order (the order `faultline list agents` prints).
+pub struct Registry {
+    constructors: Vec<(&'static str, Constructor)>,
+}
+
+impl Default for Registry {
+    /// The built-in agents.
+    fn default() -> Self {
+        let mut r = Registry {
+            constructors: Vec::new(),
+        };
+        r.register("replay", |_| Ok(Arc::new(ReplayAgent)));
+        r.register("scripted", |_| Ok(Arc::new(ScriptedAgent)));
+        r.register("openai", |cx| {
+            let path = cx.config.cassette.path_in(cx.out);
+            let cassette = Cassette::open(&path, cx.config.cassette.mode)?;
+            Ok(Arc::new(
+                OpenAiAgent::new(cx.config.openai.clone(), Arc::new(cassette)).map_err(|e| e.0)?,
+            ))
+        });
+        r
+    }
+}
+
+impl Registry {
+    /// Adds (or replaces) an agent under `name`.
+    pub fn register(&mut self, name: &'static str, constructor: Constructor) {
+        self.constructors.retain(|(n, _)| *n != name);
+        self.constructors.push((name, constructor));
+    }
+
+    /// Every registered name, in registration order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.constructors.iter().map(|(n, _)| *n).collect()
+    }
+
+    /// Whether `name` is registered.
+    pub fn contains(&self, name: &str) -> bool {
+        self.constructors.iter().any(|(n, _)| *n == name)
+    }
+
+    /// Builds the agent `name`; an unknown name or a config the agent cannot use is an
+    /// error message meant for the user.
+    pub fn build(&self, name: &str, cx: AgentContext<'_>) -> Result<Arc<dyn Agent>, String> {
+        match self.constructors.iter().find(|(n, _)| *n == name) {
+            Some((_, build)) => build(cx),
+            None => Err(format!(
+                "unknown agent `{name}` (available: {})",
+                self.names().join(", ")
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_agents_are_registered_in_their_documented_order() {
+        assert_eq!(
+            Registry::default().names(),
+            ["replay", "scripted", "openai"]
+        );
+    }
+
+    #[test]
+    fn every_registered_agent_builds_from_the_default_config_and_reports_its_name() {
+        let config = crate::config::resolve(
+            &crate::config::load_text(None).unwrap(),
+            &crate::config::Overrides::default(),
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let registry = Registry::default();
+        for name in registry.names() {
+            let agent = registry
+                .build(
+                    name,
+                    AgentContext {
+                        config: &config,
+                        out: dir.path(),
+                    },
+                )
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(agent.name(), name);
+        }
+        let err = match registry.build(
+            "nobody",
+            AgentContext {
+                config: &config,
+                out: dir.path(),
+            },
+        ) {
+            Err(e) => e,
+            Ok(_) => panic!("an unknown agent built"),
+        };
+        assert!(err.contains("replay, scripted, openai"), "{err}");
+    }
+}

@@ -1,0 +1,387 @@
+//! One recovery episode: the recorded decision replayed with its fault on, then the agent
+//! acting on what the verification policy told it, until it stops, answers, runs out of
+//! budget or hits the step cap. The ledger judges the end state.
+//!
+//! - Step 0 is the recorded decision, through the same round trip as a detection trial.
+//! - After every executed step the policy judges it from the evidence alone, and the
+//!   agent is shown the new observation and the policy's verdict and message.
+//! - The fault stays armed for the whole episode: a fault in the harness's code (parser,
+//!   executor) acts on every retry; observation and feedback faults act on every step
+//!   where their condition holds.
+//! - The budget counts browser actions the agent takes after the recorded decision
+//!   (`click`, `hover`, `type`, `press`, `scroll`); `wait`, `answer` and `stop` are free,
+//!   and a hard step cap bounds the episode. A reply that would overspend the budget is
+//!   not executed: the episode ends `over_budget`.
+//! - An agent reply that only answers or stops is not executed in the browser: an answer
+//!   is recorded against the newest observation, and the episode ends. An agent reply that
+//!   acts and answers is executed and ends the episode after its observation. The
+//!   recorded decision's own answer (the chart's `hover` + `answer`) does not end it:
+//!   the agent still sees the policy's judgement of it.
+//!
+//! The ledger is read after every step for the transcript (what happened during the
+//! step, and whether the outcome held at that point) through the [`Session`], never by
+//! the agent or the policy: they get [`AgentView`] and [`Evidence`] values only.
+
+use crate::agent::{Agent, AgentView, HistoryEntry, PolicyFeedback, TokenUsage};
+use crate::engine::roundtrip::parse_stage;
+use crate::engine::session::Session;
+use crate::engine::Engine;
+use anyhow::{Context, Result};
+use faultline_faults::{FaultPlan, Witness};
+use faultline_policies::{Evidence, Observation, PageState, Verdict, VerificationPolicy};
+use faultline_sites::{LedgerEvent, Truth};
+use faultline_tasks::{Action, Decision, Instruction};
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// Limits of one episode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpisodeLimits {
+    /// Browser actions the agent may take after the recorded decision.
+    pub budget: u32,
+    /// Steps in all, the recorded decision included.
+    pub max_steps: u32,
+}
+
+impl Default for EpisodeLimits {
+    fn default() -> Self {
+        EpisodeLimits {
+            budget: 3,
+            max_steps: 8,
+        }
+    }
+}
+
+/// Why an episode ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The agent replied `stop()` (or a reply with nothing to do).
+    Stopped,
+    /// The agent answered.
+    Answered,
+    /// A reply could not be parsed.
+    ParseError,
+    /// A reply would have spent more browser actions than were left.
+    OverBudget,
+    /// The step cap was reached.
+    StepCap,
+    /// The agent could not reply (e.g. the model endpoint failed).
+    AgentError,
+}
+
+impl StopReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            StopReason::Stopped => "stopped",
+            StopReason::Answered => "answered",
+            StopReason::ParseError => "parse_error",
+            StopReason::OverBudget => "over_budget",
+            StopReason::StepCap => "step_cap",
+            StopReason::AgentError => "agent_error",
+        }
+    }
+}
+
+/// One step of the transcript.
+#[derive(Debug, Clone)]
+pub struct EpisodeStep {
+    pub step: u32,
+    /// The recorded decision (step 0) or the agent.
+    pub from_decision: bool,
+    pub reply: String,
+    pub parse_error: Option<String>,
+    pub actions: Vec<Action>,
+    /// JSON of the executed actions (viewport points, honest messages).
+    pub executed_json: String,
+    pub browser_actions: u32,
+    pub tool_message: String,
+    /// The policy's judgement, when the step was executed and judged.
+    pub feedback: Option<PolicyFeedback>,
+    /// The observation after the step (when it was executed).
+    pub observation: Option<Observation>,
+    pub witness: Option<Witness>,
+    pub truth: Truth,
+    pub ledger_events: Vec<LedgerEvent>,
+    pub usage: Option<TokenUsage>,
+}
+
+/// A finished episode.
+pub struct EpisodeResult {
+    /// The observation before the recorded decision.
+    pub before: Observation,
+    pub steps: Vec<EpisodeStep>,
+    pub stop_reason: StopReason,
+    /// The parse or agent error that ended the episode.
+    pub error: Option<String>,
+    /// Browser actions the agent took after the recorded decision.
+    pub browser_actions: u32,
+    pub fired: bool,
+    /// What the fault layer recorded on the site (network and page faults), if it fired.
+    pub site_witness: Option<Witness>,
+    pub truth: Truth,
+    pub ledger: faultline_sites::Ledger,
+    pub detected_at_first_step: bool,
+    /// `None` when the recorded decision was not judged (its reply did not parse).
+    pub first_verdict: Option<Verdict>,
+    pub model_calls: u32,
+    pub usage: Option<TokenUsage>,
+    pub duration_ms: f64,
+}
+
+/// What an episode is.
+pub struct EpisodeSpec<'a> {
+    pub decision: &'a Decision,
+    pub fault: FaultPlan,
+    pub policy: &'a dyn VerificationPolicy,
+    pub agent: &'a dyn Agent,
+    pub limits: EpisodeLimits,
+    pub seed: u64,
+}
+
+/// Runs one episode in a fresh browser context under a fresh ledger scope.
+pub async fn run_episode(engine: &Engine, spec: &EpisodeSpec<'_>) -> Result<EpisodeResult> {
+    let started = Instant::now();
+    let layout = spec.decision.layout();
+    let mut session = Session::open(engine, &layout, Some(spec.fault), spec.decision.image).await?;
+    let (before, before_state) = session
+        .rt()
+        .observe_now()
+        .await
+        .context("observing before the recorded decision")?;
+    let transcript = drive(
+        &mut session,
+        spec,
+        &layout.instruction(),
+        before.clone(),
+        before_state,
+    )
+    .await?;
+    session.record(None).await?;
+    let finished = session.finish();
+    Ok(EpisodeResult {
+        before,
+        fired: transcript.steps.iter().any(|s| s.witness.is_some())
+            || finished.site_witness.is_some(),
+        steps: transcript.steps,
+        stop_reason: transcript.stop_reason,
+        error: transcript.error,
+        browser_actions: transcript.browser_actions,
+        site_witness: finished.site_witness,
+        truth: finished.truth,
+        ledger: finished.ledger,
+        detected_at_first_step: transcript.first.is_some_and(|(_, d)| d),
+        first_verdict: transcript.first.map(|(v, _)| v),
+        model_calls: transcript.model_calls,
+        usage: transcript.usage,
+        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+    })
+}
+
+/// What driving an episode produced, before the session is finished and scored.
+struct Transcript {
+    steps: Vec<EpisodeStep>,
+    stop_reason: StopReason,
+    error: Option<String>,
+    /// Browser actions the agent took after the recorded decision.
+    browser_actions: u32,
+    /// The first judged step's verdict, and whether it matched the ledger's truth.
+    first: Option<(Verdict, bool)>,
+    model_calls: u32,
+    usage: Option<TokenUsage>,
+}
+
+/// Flushes the page's ledger requests, notes what the harness witnessed, and judges the
+/// ledger as it stands; returns the events recorded since the last checkpoint.
+async fn checkpoint(
+    session: &mut Session<'_>,
+    answer: Option<&str>,
+) -> Result<(Truth, Vec<LedgerEvent>)> {
+    session.record(answer).await?;
+    Ok(session.peek())
+}
+
+/// The recorded decision, then the agent's turns, until the episode ends.
+async fn drive(
+    session: &mut Session<'_>,
+    spec: &EpisodeSpec<'_>,
+    instruction: &Instruction,
+    before: Observation,
+    before_state: PageState,
+) -> Result<Transcript> {
+    let mut observation = before;
+    let mut state = before_state;
+    let mut steps: Vec<EpisodeStep> = Vec::new();
+    let mut history: Vec<HistoryEntry> = Vec::new();
+    let mut spent = 0u32;
+    let mut model_calls = 0u32;
+    let mut usage_total: Option<TokenUsage> = None;
+    let mut first: Option<(Verdict, bool)> = None;
+    // A self-report fault rewrites what the recorded agent replied.
+    let (mut reply, mut decision_witness) = spec.fault.on_decision(&spec.decision.reply);
+    let mut reply_usage: Option<TokenUsage> = None;
+    let mut error = None;
+
+    let stop_reason = 'episode: loop {
+        let n = steps.len() as u32;
+        let from_decision = n == 0;
+        let mut record = EpisodeStep {
+            step: n,
+            from_decision,
+            reply: reply.clone(),
+            parse_error: None,
+            actions: Vec::new(),
+            executed_json: "[]".into(),
+            browser_actions: 0,
+            tool_message: String::new(),
+            feedback: None,
+            observation: None,
+            witness: None,
+            truth: Truth {
+                achieved: false,
+                detail: String::new(),
+            },
+            ledger_events: Vec::new(),
+            usage: reply_usage.take(),
+        };
+
+        // --- parse stage (the fault is armed: a parse fault acts on every reply) ---
+        let (actions, parse_witness) = match parse_stage(&reply, Some(&spec.fault)) {
+            Ok((a, w)) => (a, decision_witness.take().or(w)),
+            Err(e) => {
+                record.parse_error = Some(e.0.clone());
+                record.tool_message = e.to_string();
+                (record.truth, record.ledger_events) = checkpoint(session, None).await?;
+                steps.push(record);
+                error = Some(e.to_string());
+                break 'episode StopReason::ParseError;
+            }
+        };
+        let browser = actions.iter().filter(|a| a.is_browser_action()).count() as u32;
+        record.actions = actions.clone();
+        record.browser_actions = browser;
+        if !from_decision && spent + browser > spec.limits.budget {
+            record.tool_message = format!(
+                "Refused: the reply needs {browser} browser action(s) and {} remain.",
+                spec.limits.budget - spent
+            );
+            (record.truth, record.ledger_events) = checkpoint(session, None).await?;
+            steps.push(record);
+            break 'episode StopReason::OverBudget;
+        }
+        let terminal = actions
+            .iter()
+            .all(|a| matches!(a, Action::Answer { .. } | Action::Stop));
+        if terminal && !from_decision {
+            // Nothing for the browser to do: record the answer against the newest
+            // observation and end.
+            let answer = actions.iter().rev().find_map(|a| match a {
+                Action::Answer { value } => Some(value.clone()),
+                _ => None,
+            });
+            record.tool_message = match &answer {
+                Some(v) => format!("Answered {v:?}."),
+                None => "Stopped.".into(),
+            };
+            record.witness = parse_witness;
+            (record.truth, record.ledger_events) = checkpoint(session, answer.as_deref()).await?;
+            steps.push(record);
+            break 'episode if answer.is_some() {
+                StopReason::Answered
+            } else {
+                StopReason::Stopped
+            };
+        }
+
+        // --- execute, feedback, observe ---
+        let outcome = session.rt().act(actions, parse_witness).await?;
+        if !from_decision {
+            spent += browser;
+        }
+        let judgement = spec.policy.judge(&Evidence {
+            instruction,
+            actions: &outcome.actions,
+            tool_message: &outcome.tool_message,
+            before: &observation,
+            after: &outcome.after,
+            before_state: &state,
+            after_state: &outcome.after_state,
+        });
+        let feedback = PolicyFeedback {
+            policy: spec.policy.name().to_string(),
+            verdict: judgement.verdict,
+            message: judgement.message,
+        };
+        let (truth, events) = checkpoint(session, outcome.answer.as_deref()).await?;
+        if first.is_none() {
+            let detected = (feedback.verdict == Verdict::Success) == truth.achieved;
+            first = Some((feedback.verdict, detected));
+        }
+        record.executed_json = serde_json::to_string(&outcome.executed)?;
+        record.tool_message = outcome.tool_message.clone();
+        record.feedback = Some(feedback.clone());
+        record.observation = Some(outcome.after.clone());
+        record.witness = outcome.witness;
+        record.truth = truth;
+        record.ledger_events = events;
+        history.push(HistoryEntry {
+            reply: reply.clone(),
+            actions: outcome.actions.clone(),
+            tool_message: outcome.tool_message.clone(),
+            feedback: Some(feedback.clone()),
+        });
+        steps.push(record);
+        observation = outcome.after;
+        state = outcome.after_state;
+        // The recorded decision's own answer does not end the episode: the agent still
+        // sees what the policy says about it and may act again.
+        if !from_decision && (outcome.stop || outcome.answer.is_some()) {
+            break 'episode if outcome.answer.is_some() {
+                StopReason::Answered
+            } else {
+                StopReason::Stopped
+            };
+        }
+        if steps.len() as u32 >= spec.limits.max_steps {
+            break 'episode StopReason::StepCap;
+        }
+
+        // --- the agent's turn ---
+        let view = AgentView {
+            instruction,
+            observation: &observation,
+            feedback: Some(&feedback),
+            history: &history,
+            budget_left: spec.limits.budget - spent,
+            step: steps.len() as u32,
+            image: spec.decision.image,
+            seed: spec.seed,
+        };
+        match spec.agent.reply(view).await {
+            Ok(r) => {
+                model_calls += r.model_calls;
+                if let Some(u) = r.usage {
+                    let t = usage_total.get_or_insert_with(TokenUsage::default);
+                    t.prompt_tokens += u.prompt_tokens;
+                    t.completion_tokens += u.completion_tokens;
+                }
+                reply = r.text;
+                reply_usage = r.usage;
+            }
+            Err(e) => {
+                error = Some(e.to_string());
+                break 'episode StopReason::AgentError;
+            }
+        }
+    };
+
+    Ok(Transcript {
+        steps,
+        stop_reason,
+        error,
+        browser_actions: spent,
+        first,
+        model_calls,
+        usage: usage_total,
+    })
+}

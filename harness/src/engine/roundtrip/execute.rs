@@ -1,0 +1,159 @@
+//! The execute stage: typed actions -> browser input events.
+//!
+//! Pointer actions carry points in the screenshot the model saw; an honest executor
+//! scales them to the viewport (`execute.unscaled_coordinates` does not). Each action
+//! yields the honest tool message for it and the message it would have had on success
+//! (the feedback stage chooses between them).
+
+use crate::engine::roundtrip::RoundTrip;
+use anyhow::Result;
+use faultline_faults::{FaultPlan, Witness};
+use faultline_tasks::{Action, Point};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// One dispatched action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Executed {
+    pub action: Action,
+    /// The viewport point the event was sent to, for pointer actions.
+    pub viewport_point: Option<Point>,
+    /// The honest tool message for this action, before any feedback fault.
+    pub message: String,
+}
+
+/// What executing a reply's actions did, as the later stages need it.
+#[derive(Debug, Default)]
+pub struct Execution {
+    pub executed: Vec<Executed>,
+    /// Per action: the honest message, and the one it would have been on success.
+    pub messages: Vec<(String, String)>,
+    /// The answer the reply gave, if any.
+    pub answer: Option<String>,
+    /// Whether the reply asked to stop.
+    pub stop: bool,
+    /// Whether the last pointer action went into an iframe (hit-tested only when the
+    /// armed fault's condition needs it).
+    pub last_pointer_into_iframe: bool,
+    /// The viewport point of the last click.
+    pub last_click: Option<Point>,
+    /// Whether any action hovered.
+    pub hovered: bool,
+    /// The page clock at the hover, read only when the observe fault needs it.
+    pub hover_clock: Option<f64>,
+    /// Milliseconds the reply itself waited (counted against the settle wait).
+    pub waited_ms: u64,
+    /// The execute hook's witness, when the fault fired here.
+    pub witness: Option<Witness>,
+}
+
+impl RoundTrip {
+    /// Dispatches every action in order.
+    pub(super) async fn execute(&mut self, actions: &[Action]) -> Result<Execution> {
+        let mut x = Execution::default();
+        for action in actions {
+            let viewport_point = match action.point() {
+                Some(p) => {
+                    let (vp, w) = match &self.fault {
+                        Some(f) => f.on_execute(p, self.image, self.page.viewport()),
+                        None => (p.scale(self.image, self.page.viewport()), None),
+                    };
+                    x.witness = x.witness.or(w);
+                    Some(vp)
+                }
+                None => None,
+            };
+            let dispatch_error = self
+                .fault
+                .as_ref()
+                .and_then(|f| f.fails_dispatch(action, viewport_point));
+            let (honest, nominal) = match action {
+                Action::Click { .. } => {
+                    let p = viewport_point.expect("clicks have points");
+                    let ok = format!("Clicked at {p}.");
+                    x.last_click = Some(p);
+                    match dispatch_error {
+                        Some(e) => (e, ok),
+                        None => {
+                            // The feedback fault's condition is the harness's own hit
+                            // test; an honest tool does not need it, so it is only paid
+                            // for when asked.
+                            if self
+                                .fault
+                                .as_ref()
+                                .is_some_and(FaultPlan::needs_iframe_hit_test)
+                            {
+                                x.last_pointer_into_iframe =
+                                    self.page.element_tag_at(p).await?.as_deref() == Some("IFRAME");
+                            }
+                            self.page.click(p).await?;
+                            (ok.clone(), ok)
+                        }
+                    }
+                }
+                Action::Hover { .. } => {
+                    let p = viewport_point.expect("hovers have points");
+                    x.last_pointer_into_iframe = false;
+                    self.page.hover(p).await?;
+                    x.hovered = true;
+                    if self
+                        .fault
+                        .as_ref()
+                        .is_some_and(FaultPlan::skips_hover_settle)
+                    {
+                        x.hover_clock = Some(self.page.page_now().await?);
+                    }
+                    let m = format!("Moved the mouse to {p}.");
+                    (m.clone(), m)
+                }
+                Action::Type { text } => {
+                    let ok = format!("Typed {text:?}.");
+                    // An honest tool says so when the keystrokes would go nowhere.
+                    if self.page.has_editable_focus().await? {
+                        self.page.insert_text(text).await?;
+                        (ok.clone(), ok)
+                    } else {
+                        (
+                            "Error: nothing has keyboard focus; the text was not typed.".into(),
+                            ok,
+                        )
+                    }
+                }
+                Action::Press { key } => {
+                    let ok = format!("Pressed {key}.");
+                    match self.page.press(key).await {
+                        Ok(()) => (ok.clone(), ok),
+                        Err(e) => (format!("Error: {e}"), ok),
+                    }
+                }
+                Action::Scroll { dx, dy } => {
+                    self.page.scroll(*dx, *dy).await?;
+                    let m = format!("Scrolled by ({dx}, {dy}).");
+                    (m.clone(), m)
+                }
+                Action::Wait { ms } => {
+                    tokio::time::sleep(Duration::from_millis(*ms)).await;
+                    x.waited_ms += ms;
+                    let m = format!("Waited {ms} ms.");
+                    (m.clone(), m)
+                }
+                Action::Answer { value } => {
+                    x.answer = Some(value.clone());
+                    let m = format!("Answered {value:?}.");
+                    (m.clone(), m)
+                }
+                Action::Stop => {
+                    x.stop = true;
+                    ("Stopped.".to_string(), "Stopped.".to_string())
+                }
+            };
+            x.executed.push(Executed {
+                action: action.clone(),
+                viewport_point,
+                message: honest.clone(),
+            });
+            x.messages.push((honest, nominal));
+        }
+        Ok(x)
+    }
+}

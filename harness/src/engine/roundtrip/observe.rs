@@ -1,0 +1,102 @@
+//! The observe stage: settle, wait for any navigation the actions started, then capture
+//! a screenshot at image size and the visible text of every frame at the same instant.
+//!
+//! The settle wait is the hover settle after a hover (tooltips need time; the
+//! `observe.capture_before_tooltip` fault skips it), the short settle after other browser
+//! actions, and nothing after a reply that only waited, answered or stopped; whatever
+//! the reply waited itself counts against it.
+
+use crate::engine::browser::Capture;
+use crate::engine::roundtrip::execute::Execution;
+use crate::engine::roundtrip::{CaptureMark, RoundTrip};
+use anyhow::Result;
+use faultline_faults::{FaultPlan, Witness};
+use faultline_tasks::Action;
+use std::time::Duration;
+
+impl RoundTrip {
+    /// Waits for the page to settle after the actions; returns the load error the tool
+    /// reports when a navigation did not finish in time.
+    pub(super) async fn settle(
+        &mut self,
+        actions: &[Action],
+        execution: &Execution,
+    ) -> Result<Option<String>> {
+        let browser_acted = actions.iter().any(Action::is_browser_action);
+        let skip_hover_settle = self
+            .fault
+            .as_ref()
+            .is_some_and(FaultPlan::skips_hover_settle);
+        let settle = if execution.hovered {
+            if skip_hover_settle {
+                0
+            } else {
+                self.timing.hover_settle_ms
+            }
+        } else if browser_acted {
+            self.timing.settle_ms
+        } else {
+            0
+        };
+        let settle = settle.saturating_sub(execution.waited_ms);
+        if settle > 0 {
+            tokio::time::sleep(Duration::from_millis(settle)).await;
+        }
+        // Only clicks and keys can start a navigation worth waiting for.
+        let may_navigate = actions.iter().any(|a| {
+            matches!(
+                a,
+                Action::Click { .. } | Action::Press { .. } | Action::Type { .. }
+            )
+        });
+        if !may_navigate {
+            return Ok(None);
+        }
+        let limit = Duration::from_millis(self.timing.navigation_timeout_ms);
+        if self.page.wait_ready(limit).await.is_err() {
+            // Give up on the load, as a harness with a navigation timeout does, and
+            // observe what the browser shows.
+            self.page.stop_loading().await?;
+            return Ok(Some(format!(
+                "Error: the page did not finish loading within {:.1} s.",
+                limit.as_secs_f64()
+            )));
+        }
+        Ok(None)
+    }
+
+    /// Captures an observation and remembers its page-clock interval for the ledger.
+    pub(super) async fn capture(&mut self) -> Result<Capture> {
+        let c = self.page.capture(self.image).await?;
+        self.marks.push(CaptureMark {
+            id: c.id,
+            begin_ms: c.begin_ms,
+            end_ms: c.end_ms,
+        });
+        Ok(c)
+    }
+
+    /// The observe fault's witness: when the capture came before the tooltip the hover
+    /// asked for, read from the page itself when the tooltip appeared, waiting at most as
+    /// long as an honest observe stage would have.
+    pub(super) async fn capture_witness(
+        &self,
+        hover_clock: Option<f64>,
+        capture: &Capture,
+    ) -> Result<Option<Witness>> {
+        let (Some(hover_at), Some(fault)) = (hover_clock, &self.fault) else {
+            return Ok(None);
+        };
+        const SHOWN_AT: &str = "(() => { const t = document.querySelector('[role=\"tooltip\"]'); return t && !t.hidden && t.dataset.shownAt ? Number(t.dataset.shownAt) : null; })()";
+        let deadline =
+            tokio::time::Instant::now() + Duration::from_millis(self.timing.hover_settle_ms);
+        let shown = loop {
+            let shown = self.page.eval(SHOWN_AT).await?.as_f64();
+            if shown.is_some() || tokio::time::Instant::now() >= deadline {
+                break shown;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        Ok(fault.capture_witness(hover_at, capture.begin_ms, shown))
+    }
+}

@@ -1,0 +1,153 @@
+//! A session: one fresh page under one fresh ledger scope, with the fault's site side
+//! armed — the unit every trial, episode and recorder works in.
+//!
+//! The life of a session is always the same: a random scope; the fault's site injection
+//! armed on it (before the page loads, so the first response is already faulty); a fresh
+//! page from the pool (its own browser context); the task page loaded; then the round
+//! trip, as many steps as the caller wants, with the ledger checkpointed between them;
+//! finally the scope disarmed (its site events become the site witness), the ledger taken
+//! and judged, and the page closed.
+//!
+//! [`Session`] is a guard. Whatever ends the work — a finished trial, an error at any
+//! step, a panic, a cancelled task — the scope is disarmed, its ledger released and the
+//! page closed. Trials, episodes and both recorders used to write that cleanup by hand,
+//! each a little differently; now none of them can forget it.
+
+use crate::engine::roundtrip::RoundTrip;
+use crate::engine::Engine;
+use anyhow::Result;
+use faultline_faults::{FaultPlan, Witness};
+use faultline_sites::{Ledger, LedgerEvent, Scope, Truth};
+use faultline_tasks::{Layout, Size};
+
+/// One page under one ledger scope. See the module documentation.
+pub struct Session<'e> {
+    engine: &'e Engine,
+    scope: Scope,
+    layout: Layout,
+    fault: Option<FaultPlan>,
+    /// The round trip owns the page; `None` once the session is finished.
+    rt: Option<RoundTrip>,
+    /// Captures already noted in the ledger.
+    noted_captures: usize,
+    /// Ledger events already handed out by [`Session::peek`].
+    seen_events: usize,
+    /// Whether the scope has been disarmed and its ledger taken.
+    settled: bool,
+}
+
+/// What a finished session leaves: the site witness (when the fault fired on the site),
+/// the ledger and the truth judged from it.
+pub struct Finished {
+    pub site_witness: Option<Witness>,
+    pub ledger: Ledger,
+    pub truth: Truth,
+}
+
+impl<'e> Session<'e> {
+    /// Arms the fault's site side on a fresh scope, takes a fresh page and loads the
+    /// task page. Observations are captured at `image` size.
+    pub async fn open(
+        engine: &'e Engine,
+        layout: &Layout,
+        fault: Option<FaultPlan>,
+        image: Size,
+    ) -> Result<Session<'e>> {
+        let scope = Scope::random();
+        let mut session = Session {
+            engine,
+            scope,
+            layout: layout.clone(),
+            fault,
+            rt: None,
+            noted_captures: 0,
+            seen_events: 0,
+            settled: false,
+        };
+        // Armed before the page loads; from here on the guard disarms it whatever happens.
+        if let Some(injection) = fault.as_ref().and_then(|f| f.site(layout)) {
+            engine.server.arm(&session.scope, injection);
+        }
+        let page = engine.pages.take().await?;
+        let rt = session
+            .rt
+            .insert(RoundTrip::new(page, layout, fault, image, engine.timing));
+        rt.page
+            .goto(&engine.server.page_url(&session.scope, layout))
+            .await?;
+        Ok(session)
+    }
+
+    /// The round trip over this session's page.
+    pub fn rt(&mut self) -> &mut RoundTrip {
+        self.rt
+            .as_mut()
+            .expect("a session has its page until it is finished")
+    }
+
+    /// Flushes the page's ledger requests, then notes in the ledger what the harness
+    /// witnessed itself: every capture not yet noted and, when given, the agent's answer
+    /// (judged against the newest capture).
+    pub async fn record(&mut self, answer: Option<&str>) -> Result<()> {
+        let (engine, scope) = (self.engine, &self.scope);
+        let rt = self
+            .rt
+            .as_mut()
+            .expect("a session has its page until it is finished");
+        rt.page.flush_ledger().await?;
+        for m in &rt.marks[self.noted_captures..] {
+            engine.scorer.note_capture(scope, m);
+        }
+        self.noted_captures = rt.marks.len();
+        if let Some(a) = answer {
+            engine.scorer.note_answer(scope, a, rt.last_capture());
+        }
+        Ok(())
+    }
+
+    /// Judges the ledger as it stands (leaving it in place) and returns the events
+    /// recorded since the last peek.
+    pub fn peek(&mut self) -> (Truth, Vec<LedgerEvent>) {
+        let (ledger, truth) = self.engine.scorer.peek(&self.scope, &self.layout);
+        let new = ledger.events[self.seen_events.min(ledger.events.len())..].to_vec();
+        self.seen_events = ledger.events.len();
+        (truth, new)
+    }
+
+    /// Disarms the scope (its fault events become the site witness when one of them is
+    /// the fault firing), takes and judges the ledger, and closes the page.
+    pub fn finish(mut self) -> Finished {
+        let events = self.engine.server.disarm(&self.scope);
+        let (ledger, truth) = self.engine.scorer.score(&self.scope, &self.layout);
+        self.settled = true;
+        let site_witness = self.fault.as_ref().and_then(|fault| {
+            let first = events.iter().find(|e| e.fires)?;
+            Some(Witness::new(
+                fault.id(),
+                format!("{}: {}", first.kind, first.data),
+                serde_json::json!({ "site_events": events }),
+            ))
+        });
+        Finished {
+            site_witness,
+            ledger,
+            truth,
+        }
+    }
+}
+
+impl Drop for Session<'_> {
+    fn drop(&mut self) {
+        if !self.settled {
+            // Whatever ended the work, the scope keeps neither its arming nor its ledger.
+            let _ = self.engine.server.disarm(&self.scope);
+            let _ = self.engine.scorer.score(&self.scope, &self.layout);
+        }
+        if let Some(rt) = self.rt.take() {
+            // Closing a context takes a few round trips; nothing waits for it.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(rt.page.close());
+            }
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! One detection trial: replay a recorded decision on a fresh page, with or without its
+//! fault, let every policy judge the same record, then score against the ledger.
+//!
+//! The order matters for the information barrier: policies judge first, from the
+//! evidence only; the ledger is read afterwards, by the [`crate::engine::Scorer`] (through
+//! the [`Session`]), which alone holds the ledger key.
+
+use crate::engine::session::Session;
+use crate::engine::Engine;
+use anyhow::{Context, Result};
+use faultline_faults::{FaultPlan, Witness};
+use faultline_policies::{Evidence, Judgement};
+use faultline_sites::{Ledger, Truth};
+use faultline_tasks::Decision;
+use serde::Serialize;
+use std::time::Instant;
+
+/// Whether a trial runs with its fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Condition {
+    Faulty,
+    Working,
+}
+
+impl Condition {
+    pub fn name(self) -> &'static str {
+        match self {
+            Condition::Faulty => "faulty",
+            Condition::Working => "working",
+        }
+    }
+}
+
+/// Everything a finished trial produced.
+pub struct TrialResult {
+    pub actions: Vec<faultline_tasks::Action>,
+    pub executed_json: String,
+    pub tool_message: String,
+    pub observation_text: String,
+    pub before_png: Vec<u8>,
+    pub after_png: Vec<u8>,
+    pub evidence_json: String,
+    pub witness: Option<Witness>,
+    pub judgements: Vec<(String, Judgement)>,
+    pub ledger: Ledger,
+    pub truth: Truth,
+    pub duration_ms: f64,
+    /// Set when the reply could not be parsed (no browser action was taken).
+    pub parse_error: Option<String>,
+}
+
+#[derive(Serialize)]
+struct EvidenceRecord<'a> {
+    before_state: &'a faultline_policies::PageState,
+    after_state: &'a faultline_policies::PageState,
+    before_text: &'a str,
+}
+
+/// Runs one trial in a fresh browser context under a fresh ledger scope.
+pub async fn run_trial(
+    engine: &Engine,
+    decision: &Decision,
+    fault: Option<FaultPlan>,
+) -> Result<TrialResult> {
+    let started = Instant::now();
+    let layout = decision.layout();
+    let instruction = layout.instruction();
+    // A self-report fault rewrites what the agent replied; a site fault is armed on the
+    // scope before the page loads.
+    let (reply, reply_witness) = match &fault {
+        Some(f) => f.on_decision(&decision.reply),
+        None => (decision.reply.clone(), None),
+    };
+    let mut session = Session::open(engine, &layout, fault, decision.image).await?;
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, "loaded");
+    let (before, before_state) = session
+        .rt()
+        .observe_now()
+        .await
+        .context("observing before the action")?;
+    let step = match session.rt().step(&reply).await? {
+        Ok(s) => s,
+        Err(parse_error) => {
+            let finished = session.finish();
+            return Ok(TrialResult {
+                actions: Vec::new(),
+                executed_json: "[]".into(),
+                tool_message: parse_error.to_string(),
+                observation_text: before.text.clone(),
+                before_png: before.png.clone(),
+                after_png: before.png,
+                evidence_json: "{}".into(),
+                witness: None,
+                judgements: Vec::new(),
+                ledger: finished.ledger,
+                truth: finished.truth,
+                duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+                parse_error: Some(parse_error.0),
+            });
+        }
+    };
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, "stepped");
+    // Policies judge the stored record; none of them can see the ledger.
+    let evidence = Evidence {
+        instruction: &instruction,
+        actions: &step.actions,
+        tool_message: &step.tool_message,
+        before: &before,
+        after: &step.after,
+        before_state: &before_state,
+        after_state: &step.after_state,
+    };
+    let judgements: Vec<(String, Judgement)> = engine
+        .policies
+        .iter()
+        .map(|p| (p.name().to_string(), p.judge(&evidence)))
+        .collect();
+    // Only now is the ledger read, after the harness adds what it witnessed itself.
+    session.record(step.answer.as_deref()).await?;
+    let finished = session.finish();
+    let witness = reply_witness.or(step.witness).or(finished.site_witness);
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, "scored");
+    Ok(TrialResult {
+        executed_json: serde_json::to_string(&step.executed)?,
+        evidence_json: serde_json::to_string(&EvidenceRecord {
+            before_state: &before_state,
+            after_state: &step.after_state,
+            before_text: &before.text,
+        })?,
+        actions: step.actions,
+        tool_message: step.tool_message,
+        observation_text: step.after.text,
+        before_png: before.png,
+        after_png: step.after.png,
+        witness,
+        judgements,
+        ledger: finished.ledger,
+        truth: finished.truth,
+        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+        parse_error: None,
+    })
+}

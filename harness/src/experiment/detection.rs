@@ -1,0 +1,149 @@
+//! The detection phase: every recorded decision replayed once with each of its faults
+//! (faulty trials) and once clean (a working trial), every policy judging the same
+//! stored trial; and the rows a trial is stored as.
+
+use super::phase::{pending, run_phase, PhaseSummary};
+use super::RunRequest;
+use crate::engine::trial::{run_trial, Condition, TrialResult};
+use crate::engine::Engine;
+use anyhow::{Context, Result};
+use faultline_analysis::db::{ResultsDb, TrialRow, VerdictRow};
+use faultline_faults::{Fault, FaultPlan};
+use faultline_tasks::seed::derive;
+use faultline_tasks::{Decision, DecisionSet};
+use std::path::Path;
+use std::sync::Arc;
+
+/// A trial to run: faulty when it has a fault, working when not.
+#[derive(Clone)]
+pub struct TrialSpec {
+    key: String,
+    decision: Arc<Decision>,
+    fault: Option<Fault>,
+    trial_seed: u64,
+}
+
+/// Runs the detection phase's pending trials.
+pub async fn run(
+    req: &RunRequest,
+    env: &Arc<Engine>,
+    db: &mut ResultsDb,
+    decisions: &DecisionSet,
+    shots: &Path,
+) -> Result<PhaseSummary> {
+    let config = &req.config;
+    let finished = db.finished_keys()?;
+    let pairs = config.detection_pairs();
+    let mut specs = Vec::new();
+    for task in &config.tasks {
+        let faults: Vec<Fault> = pairs
+            .iter()
+            .filter(|(t, _)| t == task)
+            .map(|(_, f)| *f)
+            .collect();
+        if faults.is_empty() {
+            continue;
+        }
+        for index in 0..config.layouts {
+            // Only a decision file can lack layouts (see `preload_decisions`).
+            let Some(decision) = decisions.find(*task, config.seed, index) else {
+                continue;
+            };
+            let decision = Arc::new(decision.clone());
+            let mut conditions: Vec<Option<Fault>> = faults.iter().copied().map(Some).collect();
+            conditions.push(None);
+            for fault in conditions {
+                let key = format!(
+                    "detection/{task}/{index:03}/{}",
+                    fault.map_or("working", Fault::id)
+                );
+                specs.push(TrialSpec {
+                    trial_seed: derive(config.seed, &["trial", &key]),
+                    key,
+                    decision: decision.clone(),
+                    fault,
+                });
+            }
+        }
+    }
+    let (total, skipped, todo) = pending(specs, |s| &s.key, &finished, req.max_trials);
+    run_phase(
+        req.progress,
+        "detection",
+        (total, skipped),
+        todo,
+        config.jobs,
+        |spec: TrialSpec| {
+            let env = env.clone();
+            async move {
+                let plan = spec.fault.map(|f| FaultPlan::new(f, spec.trial_seed));
+                let mut result = run_trial(&env, &spec.decision, plan).await;
+                if result.is_err() {
+                    // One retry: a browser hiccup should not sink a long run.
+                    result = run_trial(&env, &spec.decision, plan).await;
+                }
+                let result = result.with_context(|| format!("trial {}", spec.key))?;
+                Ok((spec, result))
+            }
+        },
+        |(spec, result)| store(db, shots, &spec, result),
+    )
+    .await
+}
+
+/// Stores a finished trial: its screenshots, its row and every policy's verdict.
+fn store(db: &mut ResultsDb, shots: &Path, spec: &TrialSpec, r: TrialResult) -> Result<()> {
+    let stem = spec.key.replace('/', "-");
+    let before = format!("shots/{stem}.before.png");
+    let after = format!("shots/{stem}.after.png");
+    std::fs::write(shots.join(format!("{stem}.before.png")), &r.before_png)?;
+    std::fs::write(shots.join(format!("{stem}.after.png")), &r.after_png)?;
+    let d = &spec.decision;
+    let condition = if spec.fault.is_some() {
+        Condition::Faulty
+    } else {
+        Condition::Working
+    };
+    let row = TrialRow {
+        trial_key: spec.key.clone(),
+        experiment: "detection".into(),
+        task: d.task.to_string(),
+        layout_index: d.layout_index,
+        layout_seed: d.layout_seed,
+        trial_seed: spec.trial_seed,
+        condition: condition.name().into(),
+        fault: spec.fault.map(|f| f.id().to_string()),
+        stage: spec.fault.map(|f| f.stage().to_string()),
+        fired: spec.fault.map(|_| r.witness.is_some()),
+        witness: r.witness.as_ref().map(serde_json::to_string).transpose()?,
+        decision_source: d.source.clone(),
+        reply: d.reply.clone(),
+        actions: serde_json::to_string(&r.actions)?,
+        executed: r.executed_json,
+        tool_message: r.tool_message,
+        observation_text: r.observation_text,
+        before_png: Some(before),
+        after_png: Some(after),
+        evidence: r.evidence_json,
+        truth_achieved: r.truth.achieved,
+        truth_detail: r.truth.detail,
+        ledger: serde_json::to_string(&r.ledger)?,
+        duration_ms: r.duration_ms,
+        layer: spec.fault.map(|f| f.layer().to_string()),
+        not_fired_reason: match (spec.fault, &r.witness) {
+            (Some(f), None) => Some(f.spec().not_fired_when.to_string()),
+            _ => None,
+        },
+    };
+    let verdicts: Vec<VerdictRow> = r
+        .judgements
+        .iter()
+        .map(|(policy, j)| VerdictRow {
+            trial_key: spec.key.clone(),
+            policy: policy.clone(),
+            verdict: j.verdict.name().into(),
+            message: j.message.clone(),
+        })
+        .collect();
+    db.insert_trial(&row, &verdicts)
+}

@@ -1,0 +1,235 @@
+//! A run: what `faultline run` does, from a validated config to the report.
+//!
+//! - [`run`] (here): check everything that can be rejected, open the results database,
+//!   start the [`Harness`] (fixture server, Chromium, policies), write the manifest, run
+//!   the phases, write the report;
+//! - [`decisions`]: the recorded decisions a run replays (a file, the committed ones, or
+//!   recorded by the oracle into the run directory);
+//! - [`detection`]: the detection phase's work items (every decision with each of its
+//!   faults and once clean) and the rows a trial is stored as;
+//! - [`recovery`]: the recovery phase's work items (decision x fault x policy x run) and
+//!   the rows an episode is stored as;
+//! - [`phase`]: what both phases share: the items not yet stored, the scheduler (`jobs`
+//!   at once), progress and counts;
+//! - [`record`]: the recorders (the oracle, and an agent such as a real model).
+//!
+//! Every item has a stable key and is stored atomically, so an interrupted run resumes
+//! by skipping the keys it already has.
+
+pub mod decisions;
+pub mod detection;
+pub mod phase;
+pub mod record;
+pub mod recovery;
+
+pub use phase::PhaseSummary;
+
+use crate::agent::{Agent, AgentContext};
+use crate::config::{ConfigText, ExperimentConfig, Overrides};
+use crate::engine::browser::{find_chromium, BrowserHandle};
+use crate::engine::{Engine, Scorer};
+use crate::error::UsageError;
+use anyhow::{anyhow, bail, Context, Result};
+use faultline_analysis::db::ResultsDb;
+use faultline_policies::Registry;
+use faultline_sites::FixtureServer;
+use faultline_tasks::DecisionSet;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The faultline version and the commit it was built from.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub const GIT_COMMIT: &str = env!("FAULTLINE_GIT_COMMIT");
+
+/// What `faultline run` was asked to do.
+pub struct RunRequest {
+    pub out: PathBuf,
+    pub resume: bool,
+    pub config: ExperimentConfig,
+    pub config_text: ConfigText,
+    pub overrides: Overrides,
+    /// Stop after this many newly finished trials (for tests of resume).
+    pub max_trials: Option<usize>,
+    /// Stop after this many newly finished episodes (for tests of resume).
+    pub max_episodes: Option<usize>,
+    /// Show a progress bar (when stderr is a terminal).
+    pub progress: bool,
+}
+
+/// What a run did.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    pub out: PathBuf,
+    pub trials_total: usize,
+    pub trials_run: usize,
+    pub trials_skipped: usize,
+    pub detection_wall: Duration,
+    /// The recovery phase, when the config enables it.
+    pub recovery: Option<PhaseSummary>,
+    pub report: PathBuf,
+}
+
+/// The shared pieces of a run: fixture server, browser, scorer, policies.
+pub struct Harness {
+    pub env: Arc<Engine>,
+}
+
+impl Harness {
+    pub async fn start(config: &ExperimentConfig) -> Result<Harness> {
+        let chromium = find_chromium(config.chromium.as_deref())?;
+        let (server, key) = FixtureServer::start_loopback()
+            .await
+            .context("starting the fixture server")?;
+        let browser = BrowserHandle::launch(&chromium).await?;
+        let registry = Registry::default();
+        let policies = config
+            .policies
+            .iter()
+            .map(|p| registry.build(p).map_err(|e| anyhow!(e)))
+            .collect::<Result<Vec<_>>>()?;
+        let pages = browser.page_pool(
+            config.viewport,
+            config.jobs,
+            format!("{}/warm", server.base_url()),
+        );
+        Ok(Harness {
+            env: Arc::new(Engine {
+                pages,
+                browser: Arc::new(browser),
+                server: Arc::new(server),
+                scorer: Arc::new(Scorer::new(key)),
+                policies: Arc::new(policies),
+                timing: config.timing,
+                viewport: config.viewport,
+            }),
+        })
+    }
+
+    /// Stops the browser and the server.
+    pub async fn shutdown(self) {
+        if let Ok(env) = Arc::try_unwrap(self.env) {
+            drop(env.pages);
+            if let Ok(browser) = Arc::try_unwrap(env.browser) {
+                browser.close().await;
+            }
+            if let Ok(server) = Arc::try_unwrap(env.server) {
+                server.shutdown().await;
+            }
+        }
+    }
+}
+
+/// Runs the experiment's phases and writes the report.
+pub async fn run(req: RunRequest) -> Result<RunSummary> {
+    // Everything that can be rejected is checked before anything is written.
+    let preloaded = decisions::preload(&req.config)?;
+    let db_path = req.out.join("results.sqlite");
+    if db_path.exists() && !req.resume {
+        bail!(UsageError(format!(
+            "{} already holds results; pass --resume to continue that run, or choose another --out",
+            req.out.display()
+        )));
+    }
+    std::fs::create_dir_all(&req.out).with_context(|| format!("creating {}", req.out.display()))?;
+    let mut db = ResultsDb::open(&db_path)?;
+    let identity = serde_json::to_string(&req.config.identity())?;
+    match db.meta("config_identity")? {
+        Some(stored) if stored != identity => {
+            bail!(UsageError(format!(
+                "{}: the stored run used a different experiment config; resume needs the same seed, layouts, tasks, policies, decisions and timing (stored: {stored})",
+                db_path.display()
+            )));
+        }
+        _ => {}
+    }
+
+    // The agent is built before the browser starts, so a bad endpoint config or a
+    // missing replay cassette stops the run before any trial.
+    let agent = match req.config.recovery.enabled {
+        true => Some(build_agent(
+            &req.config.recovery.agent,
+            &req.config,
+            &req.out,
+        )?),
+        false => None,
+    };
+    let harness = Harness::start(&req.config).await?;
+    let result = run_with(&req, &harness, &mut db, &identity, preloaded, agent).await;
+    harness.shutdown().await;
+    result
+}
+
+async fn run_with(
+    req: &RunRequest,
+    harness: &Harness,
+    db: &mut ResultsDb,
+    identity: &str,
+    preloaded: Option<(DecisionSet, String)>,
+    agent: Option<Arc<dyn Agent>>,
+) -> Result<RunSummary> {
+    let env = harness.env.clone();
+    let config = &req.config;
+    let decisions = match preloaded {
+        Some(d) => d,
+        None => decisions::record_missing(config, &req.out, &env).await?,
+    };
+    let chromium_version = env.browser.version().to_string();
+
+    if db.meta("manifest")?.is_none() {
+        let manifest = json!({
+            "faultline_version": VERSION,
+            "git_commit": GIT_COMMIT,
+            "chromium_version": chromium_version,
+            "root_seed": config.seed,
+            "layouts": config.layouts,
+            "tasks": config.tasks,
+            "policies": config.policies,
+            "faults": config.faults,
+            "decisions": decisions.1,
+            "recovery": config.recovery.enabled.then(|| json!({
+                "layouts": config.recovery.layouts,
+                "policies": config.recovery.policies,
+                "runs": config.recovery.runs,
+                "agent": config.recovery.agent,
+                "budget": config.recovery.limits.budget,
+                "max_steps": config.recovery.limits.max_steps,
+                "faults": config.recovery.faults,
+            })),
+            "config_as_passed": { "name": req.config_text.name, "text": req.config_text.text, "overrides": req.overrides },
+            "config_resolved": config,
+        });
+        db.set_meta("manifest", &serde_json::to_string_pretty(&manifest)?)?;
+        db.set_meta("policies", &serde_json::to_string(&config.policies)?)?;
+        db.set_meta("config_identity", identity)?;
+    }
+
+    let shots = req.out.join("shots");
+    std::fs::create_dir_all(&shots)?;
+    let detection = detection::run(req, &env, db, &decisions.0, &shots).await?;
+    let recovery = match agent {
+        Some(agent) => Some(recovery::run(req, &env, db, &decisions.0, &shots, agent).await?),
+        None => None,
+    };
+
+    let analysis = faultline_analysis::report::default_config(db)?;
+    let files = faultline_analysis::report::write_all(db, &req.out, &req.out, &analysis)?;
+    Ok(RunSummary {
+        out: req.out.clone(),
+        trials_total: detection.total,
+        trials_run: detection.run,
+        trials_skipped: detection.skipped,
+        detection_wall: detection.wall,
+        recovery,
+        report: files.report_md,
+    })
+}
+
+/// Builds the agent a config names (from the agent registry); the `openai` agent's
+/// cassette lives in `out` unless the config says where.
+pub fn build_agent(name: &str, config: &ExperimentConfig, out: &Path) -> Result<Arc<dyn Agent>> {
+    crate::agent::Registry::default()
+        .build(name, AgentContext { config, out })
+        .map_err(|e| anyhow!(UsageError(e)))
+}

@@ -1,0 +1,176 @@
+//! The recovery phase: episodes of decision x fault x policy x run, the agent acting on
+//! the policy's feedback; and the rows an episode is stored as.
+
+use super::phase::{pending, run_phase, PhaseSummary};
+use super::RunRequest;
+use crate::agent::Agent;
+use crate::engine::episode::{run_episode, EpisodeResult, EpisodeSpec};
+use crate::engine::Engine;
+use anyhow::{anyhow, Context, Result};
+use faultline_analysis::db::{EpisodeRow, EpisodeStepRow, ResultsDb};
+use faultline_faults::{Fault, FaultPlan};
+use faultline_policies::{Registry, VerificationPolicy};
+use faultline_tasks::seed::derive;
+use faultline_tasks::{Decision, DecisionSet};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// An episode to run.
+pub struct EpisodeTask {
+    key: String,
+    decision: Arc<Decision>,
+    fault: Fault,
+    policy: String,
+    run: u32,
+    seed: u64,
+}
+
+/// Runs the recovery phase's pending episodes.
+pub async fn run(
+    req: &RunRequest,
+    env: &Arc<Engine>,
+    db: &mut ResultsDb,
+    decisions: &DecisionSet,
+    shots: &Path,
+    agent: Arc<dyn Agent>,
+) -> Result<PhaseSummary> {
+    let config = &req.config;
+    let rc = &config.recovery;
+    let registry = Registry::default();
+    let mut policies: BTreeMap<String, Arc<dyn VerificationPolicy>> = BTreeMap::new();
+    for name in &rc.policies {
+        let p = registry.build(name).map_err(|e| anyhow!(e))?;
+        policies.insert(name.clone(), Arc::from(p));
+    }
+    let finished = db.finished_episode_keys()?;
+    // Fixed before any agent call: the first `layouts` layouts of every task, every
+    // (task, fault) pair, every policy, every run.
+    let mut tasks = Vec::new();
+    for (task, fault) in config.recovery_pairs() {
+        for policy in &rc.policies {
+            for run in 0..rc.runs {
+                for index in 0..rc.layouts {
+                    let Some(decision) = decisions.find(task, config.seed, index) else {
+                        continue;
+                    };
+                    let key = format!(
+                        "recovery/{task}/{}/{policy}/{}/r{run}/{index:03}",
+                        fault.id(),
+                        rc.agent
+                    );
+                    tasks.push(EpisodeTask {
+                        seed: derive(config.seed, &["episode", &key]),
+                        key,
+                        decision: Arc::new(decision.clone()),
+                        fault,
+                        policy: policy.clone(),
+                        run,
+                    });
+                }
+            }
+        }
+    }
+    let (total, skipped, todo) = pending(tasks, |t| &t.key, &finished, req.max_episodes);
+    let limits = rc.limits;
+    run_phase(
+        req.progress,
+        "recovery ",
+        (total, skipped),
+        todo,
+        config.jobs,
+        |task: EpisodeTask| {
+            let env = env.clone();
+            let agent = agent.clone();
+            let policy = policies[&task.policy].clone();
+            async move {
+                let spec = EpisodeSpec {
+                    decision: &task.decision,
+                    fault: FaultPlan::new(task.fault, task.seed),
+                    policy: policy.as_ref(),
+                    agent: agent.as_ref(),
+                    limits,
+                    seed: task.seed,
+                };
+                let result = run_episode(&env, &spec)
+                    .await
+                    .with_context(|| format!("episode {}", task.key))?;
+                Ok((task, agent.name().to_string(), result))
+            }
+        },
+        |(task, agent_name, result)| store_episode(db, shots, &task, &agent_name, result),
+    )
+    .await
+}
+
+/// Stores a finished episode: its screenshots, its row and its steps.
+fn store_episode(
+    db: &mut ResultsDb,
+    shots: &Path,
+    task: &EpisodeTask,
+    agent: &str,
+    r: EpisodeResult,
+) -> Result<()> {
+    let stem = task.key.replace('/', "-");
+    std::fs::write(shots.join(format!("{stem}.before.png")), &r.before.png)?;
+    let d = &task.decision;
+    let mut steps = Vec::new();
+    for s in &r.steps {
+        let screenshot = match &s.observation {
+            Some(o) => {
+                let name = format!("{stem}.s{}.png", s.step);
+                std::fs::write(shots.join(&name), &o.png)?;
+                Some(format!("shots/{name}"))
+            }
+            None => None,
+        };
+        steps.push(EpisodeStepRow {
+            episode_key: task.key.clone(),
+            step: s.step,
+            source: if s.from_decision { "decision" } else { "agent" }.into(),
+            reply: s.reply.clone(),
+            parse_error: s.parse_error.clone(),
+            actions: serde_json::to_string(&s.actions)?,
+            executed: s.executed_json.clone(),
+            browser_actions: s.browser_actions,
+            tool_message: s.tool_message.clone(),
+            verdict: s.feedback.as_ref().map(|f| f.verdict.name().to_string()),
+            policy_message: s.feedback.as_ref().map(|f| f.message.clone()),
+            observation_text: s.observation.as_ref().map(|o| o.text.clone()),
+            screenshot,
+            witness: s.witness.as_ref().map(serde_json::to_string).transpose()?,
+            truth_achieved: s.truth.achieved,
+            truth_detail: s.truth.detail.clone(),
+            ledger_events: serde_json::to_string(&s.ledger_events)?,
+            usage: s.usage.as_ref().map(serde_json::to_string).transpose()?,
+        });
+    }
+    let row = EpisodeRow {
+        episode_key: task.key.clone(),
+        task: d.task.to_string(),
+        fault: task.fault.id().to_string(),
+        stage: task.fault.stage().to_string(),
+        layer: task.fault.layer().to_string(),
+        policy: task.policy.clone(),
+        agent: agent.to_string(),
+        run: task.run,
+        layout_index: d.layout_index,
+        layout_seed: d.layout_seed,
+        episode_seed: task.seed,
+        fired: r.fired,
+        success: r.truth.achieved,
+        truth_detail: r.truth.detail.clone(),
+        browser_actions: r.browser_actions,
+        steps: r.steps.len() as u32,
+        stop_reason: r.stop_reason.name().to_string(),
+        detected_at_first_step: r.detected_at_first_step,
+        first_verdict: r.first_verdict.map_or("none", |v| v.name()).to_string(),
+        error: r.error.clone(),
+        model_calls: r.model_calls,
+        prompt_tokens: r.usage.map(|u| u.prompt_tokens),
+        completion_tokens: r.usage.map(|u| u.completion_tokens),
+        ledger: serde_json::to_string(&r.ledger)?,
+        duration_ms: r.duration_ms,
+    };
+    db.insert_episode(&row, &steps)
+}
