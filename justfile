@@ -40,6 +40,10 @@ lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
 
+# Build the API docs with every rustdoc warning (broken links included) an error.
+doc:
+    RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+
 # Serve the fixture sites on loopback for a look in a browser.
 serve:
     cargo run --release --bin faultline -- serve

@@ -1,6 +1,10 @@
 //! The command line: raw flags (clap) -> validated requests -> actions. Exit codes are
 //! decided in [`crate::error`].
 
+// clap turns the doc comments below into `--help` text, where `<placeholder>` is the
+// convention; rustdoc would read them as HTML tags.
+#![allow(rustdoc::invalid_html_tags)]
+
 use crate::config::{self, Overrides};
 use crate::error::usage;
 use crate::experiment::{self, Harness, RunRequest};
