@@ -26,11 +26,13 @@
 
 mod bootstrap;
 mod cluster_se;
+mod clustered_paired_proportion;
 mod clustered_proportion;
 mod error;
 mod estimate;
 mod mcnemar;
 mod paired;
+mod paired_proportion;
 mod proportion;
 mod sample;
 
@@ -42,6 +44,10 @@ pub use bootstrap::{
     NOTE_BAD_ACCELERATION, NOTE_BCA_EDGE, NOTE_DEGENERATE, NOTE_INFINITE_BIAS,
 };
 pub use cluster_se::{clustered_standard_error, ClusteredStandardError};
+pub use clustered_paired_proportion::{
+    clustered_paired_difference, clustered_paired_difference_from_tables,
+    ClusteredPairedDifference, NOTE_CONSTANT_DIFFERENCES,
+};
 pub use clustered_proportion::{
     clustered_wilson, ClusteredProportion, NOTE_CONSTANT_OUTCOMES, NOTE_ONE_CLUSTER,
 };
@@ -49,5 +55,6 @@ pub use error::StatsError;
 pub use estimate::{Estimate, Level, Method};
 pub use mcnemar::{mcnemar_exact, mcnemar_from_outcomes, McNemar};
 pub use paired::{paired_bootstrap_distribution, paired_difference, PairedDifference};
+pub use paired_proportion::{newcombe_paired, tango_paired, PairedCounts};
 pub use proportion::Proportion;
 pub use sample::{ClusteredSample, PairedSample};
