@@ -26,6 +26,7 @@
 
 mod bootstrap;
 mod cluster_se;
+mod clustered_mcnemar;
 mod clustered_paired_proportion;
 mod clustered_proportion;
 mod error;
@@ -44,6 +45,9 @@ pub use bootstrap::{
     NOTE_BAD_ACCELERATION, NOTE_BCA_EDGE, NOTE_DEGENERATE, NOTE_INFINITE_BIAS,
 };
 pub use cluster_se::{clustered_standard_error, ClusteredStandardError};
+pub use clustered_mcnemar::{
+    clustered_mcnemar, clustered_mcnemar_from_sample, ClusteredMcNemar, PairedTest,
+};
 pub use clustered_paired_proportion::{
     clustered_paired_difference, clustered_paired_difference_from_tables,
     ClusteredPairedDifference, NOTE_CONSTANT_DIFFERENCES,
