@@ -38,6 +38,8 @@ mod proportion;
 mod sample;
 
 #[cfg(test)]
+mod paired_proptests;
+#[cfg(test)]
 mod proptests;
 
 pub use bootstrap::{
