@@ -1,5 +1,6 @@
-//! The difference of two paired success rates over clustered pairs: the score intervals of
-//! [`paired_proportion`](super::tango_paired) on the effective sample size.
+//! The difference of two paired success rates over clustered pairs: Tango's and Newcombe's
+//! score intervals ([`tango_paired`](super::tango_paired),
+//! [`newcombe_paired`](super::newcombe_paired)) on the effective sample size.
 //!
 //! Recovery episodes come as layouts × runs, and runs of one layout are not independent:
 //! a policy that recovers on a layout tends to recover on every run of it, and so does the

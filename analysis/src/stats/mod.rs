@@ -21,6 +21,14 @@
 //! rates (repeated runs of one layout) use [`clustered_wilson`], Wilson on the effective
 //! sample size; [`mcnemar_exact`] tests whether two policies differ on the same episodes.
 //!
+//! A difference of two paired success rates also gets score intervals, which keep a
+//! width where a bootstrap degenerates (0% against 100% makes every resample +1):
+//! [`tango_paired`] (primary) and [`newcombe_paired`] on a [`PairedCounts`] table of
+//! independent pairs, and [`clustered_paired_difference`] on the effective sample size of
+//! the difference when pairs are layouts × runs. For clustered pairs, [`clustered_mcnemar`]
+//! (Durkalski et al.) replaces McNemar's test, which would count every run of a layout as
+//! independent evidence.
+//!
 //! Bootstraps are seeded ([`BootstrapConfig::seed`], ChaCha8), so a report rebuilt from
 //! the same results is bit-identical.
 

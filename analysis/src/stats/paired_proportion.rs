@@ -124,14 +124,16 @@ impl PairedCounts {
             .map(|(ci, cluster)| {
                 let mut pairs = Vec::with_capacity(cluster.len());
                 for (i, &(a, b)) in cluster.iter().enumerate() {
-                    let bit = |value: f64| match value {
-                        v if v == 1.0 => Ok(true),
-                        v if v == 0.0 => Ok(false),
-                        value => Err(StatsError::NotBinary {
-                            cluster: ci,
-                            index: i,
-                            value,
-                        }),
+                    let bit = |value: f64| {
+                        if value == 1.0 || value == 0.0 {
+                            Ok(value == 1.0)
+                        } else {
+                            Err(StatsError::NotBinary {
+                                cluster: ci,
+                                index: i,
+                                value,
+                            })
+                        }
                     };
                     pairs.push((bit(a)?, bit(b)?));
                 }

@@ -312,7 +312,7 @@ fn scenarios() -> Vec<Scenario> {
 /// so a scenario's estimate has a standard error of about 0.7 points).
 #[test]
 fn simulated_coverage_of_the_clustered_intervals() {
-    let mut rng = ChaCha8Rng::seed_from_u64(0xc0_7e4a_6e);
+    let mut rng = ChaCha8Rng::seed_from_u64(0xc07e_4a6e);
     let reps = 1_000;
     let (mut pooled_tango, mut pooled_newcombe, mut total) = (0usize, 0usize, 0usize);
     for sc in scenarios() {
