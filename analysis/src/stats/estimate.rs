@@ -87,6 +87,18 @@ pub enum Method {
     BootstrapBca,
     /// Wald interval `point ± z·se` from a normal approximation.
     Normal,
+    /// Newcombe's hybrid score interval (his method 10) for a difference of paired
+    /// proportions ([`newcombe_paired`](super::newcombe_paired)).
+    NewcombePaired,
+    /// Newcombe's method 10 on the effective sample size of clustered pairs
+    /// ([`clustered_paired_difference`](super::clustered_paired_difference)).
+    NewcombePairedClustered,
+    /// Tango's asymptotic score interval for a difference of paired proportions
+    /// ([`tango_paired`](super::tango_paired)).
+    TangoPaired,
+    /// Tango's score interval on the effective sample size of clustered pairs
+    /// ([`clustered_paired_difference`](super::clustered_paired_difference)).
+    TangoPairedClustered,
 }
 
 impl Method {
@@ -99,6 +111,10 @@ impl Method {
             Method::BootstrapPercentile => "bootstrap-percentile",
             Method::BootstrapBca => "bootstrap-bca",
             Method::Normal => "normal",
+            Method::NewcombePaired => "newcombe-paired",
+            Method::NewcombePairedClustered => "newcombe-paired-clustered",
+            Method::TangoPaired => "tango-paired",
+            Method::TangoPairedClustered => "tango-paired-clustered",
         }
     }
 }
@@ -195,6 +211,10 @@ mod tests {
             (Method::BootstrapPercentile, "bootstrap-percentile"),
             (Method::BootstrapBca, "bootstrap-bca"),
             (Method::Normal, "normal"),
+            (Method::NewcombePaired, "newcombe-paired"),
+            (Method::NewcombePairedClustered, "newcombe-paired-clustered"),
+            (Method::TangoPaired, "tango-paired"),
+            (Method::TangoPairedClustered, "tango-paired-clustered"),
         ];
         for (m, tag) in all {
             assert_eq!(m.to_string(), tag);

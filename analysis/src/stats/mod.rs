@@ -21,19 +21,32 @@
 //! rates (repeated runs of one layout) use [`clustered_wilson`], Wilson on the effective
 //! sample size; [`mcnemar_exact`] tests whether two policies differ on the same episodes.
 //!
+//! A difference of two paired success rates also gets score intervals, which keep a
+//! width where a bootstrap degenerates (0% against 100% makes every resample +1):
+//! [`tango_paired`] (primary) and [`newcombe_paired`] on a [`PairedCounts`] table of
+//! independent pairs, and [`clustered_paired_difference`] on the effective sample size of
+//! the difference when pairs are layouts × runs. For clustered pairs, [`clustered_mcnemar`]
+//! (Durkalski et al.) replaces McNemar's test, which would count every run of a layout as
+//! independent evidence.
+//!
 //! Bootstraps are seeded ([`BootstrapConfig::seed`], ChaCha8), so a report rebuilt from
 //! the same results is bit-identical.
 
 mod bootstrap;
 mod cluster_se;
+mod clustered_mcnemar;
+mod clustered_paired_proportion;
 mod clustered_proportion;
 mod error;
 mod estimate;
 mod mcnemar;
 mod paired;
+mod paired_proportion;
 mod proportion;
 mod sample;
 
+#[cfg(test)]
+mod paired_proptests;
 #[cfg(test)]
 mod proptests;
 
@@ -42,6 +55,13 @@ pub use bootstrap::{
     NOTE_BAD_ACCELERATION, NOTE_BCA_EDGE, NOTE_DEGENERATE, NOTE_INFINITE_BIAS,
 };
 pub use cluster_se::{clustered_standard_error, ClusteredStandardError};
+pub use clustered_mcnemar::{
+    clustered_mcnemar, clustered_mcnemar_from_sample, ClusteredMcNemar, PairedTest,
+};
+pub use clustered_paired_proportion::{
+    clustered_paired_difference, clustered_paired_difference_from_tables,
+    ClusteredPairedDifference, NOTE_CONSTANT_DIFFERENCES,
+};
 pub use clustered_proportion::{
     clustered_wilson, ClusteredProportion, NOTE_CONSTANT_OUTCOMES, NOTE_ONE_CLUSTER,
 };
@@ -49,5 +69,6 @@ pub use error::StatsError;
 pub use estimate::{Estimate, Level, Method};
 pub use mcnemar::{mcnemar_exact, mcnemar_from_outcomes, McNemar};
 pub use paired::{paired_bootstrap_distribution, paired_difference, PairedDifference};
+pub use paired_proportion::{newcombe_paired, tango_paired, PairedCounts};
 pub use proportion::Proportion;
 pub use sample::{ClusteredSample, PairedSample};
