@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 /// The default number of concurrent trials and episodes: five per core. Both spend much
 /// of their wall time waiting with Chromium and faultline idle (settle timers after every
-/// action, 1.4 s after a hover, the scripted agent's 1.5 s wait), so one per core leaves
+/// action, 1.4 s after a hover, the baseline agents' 1.5 s wait), so one per core leaves
 /// the cores idle. Measured on 2 cores, the default run: detection 52.8 s with 6 jobs
 /// and 51.3 s with 10 (it is CPU-bound there), recovery's 720 episodes 178.5 s with 6 and
 /// 121.7 s with 10. Results do not depend on it (tested; the tables were byte-identical).
@@ -82,8 +82,10 @@ pub struct RecoveryFile {
     pub policies: Option<Vec<String>>,
     /// Repetitions of every (task, fault, policy, layout).
     pub runs: Option<u32>,
-    /// `replay`, `scripted` or `openai`.
+    /// One agent by registry name (`faultline list agents`); or use `agents`.
     pub agent: Option<String>,
+    /// Several agents, each running every episode (default: `trusting` and `observant`).
+    pub agents: Option<Vec<String>>,
     /// Browser actions the agent may take after the recorded decision.
     pub budget: Option<u32>,
     /// Steps in all, the recorded decision included.
@@ -173,7 +175,8 @@ pub struct RecoveryConfig {
     pub layouts: u32,
     pub policies: Vec<String>,
     pub runs: u32,
-    pub agent: String,
+    /// The agents, by canonical registry name; every episode runs once per agent.
+    pub agents: Vec<String>,
     pub limits: EpisodeLimits,
     pub faults: Vec<Fault>,
 }
@@ -419,7 +422,7 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         &|key: &str| at(&format!("recovery.{key}")),
     )?;
     let openai = file.openai.clone().unwrap_or_default();
-    if file.openai.is_some() || recovery.agent == "openai" {
+    if file.openai.is_some() || recovery.agents.iter().any(|a| a == "openai") {
         openai
             .validate()
             .map_err(|e| anyhow::anyhow!("{}: {e}", at("openai")))?;
@@ -512,14 +515,32 @@ fn resolve_recovery(
             at("runs")
         );
     }
-    let agent = r.agent.clone().unwrap_or_else(|| "scripted".into());
-    let agents = crate::agent::Registry::default();
-    if !agents.contains(&agent) {
-        bail!(
-            "{}: unknown agent `{agent}` (available: {})",
-            at("agent"),
-            agents.names().join(", ")
-        );
+    let registry = crate::agent::Registry::default();
+    let (key, named) = match (&r.agent, &r.agents) {
+        (Some(_), Some(_)) => bail!(
+            "{}: expected either `agent` or `agents`, not both",
+            at("agents")
+        ),
+        (Some(a), None) => ("agent", vec![a.clone()]),
+        (None, Some(list)) if list.is_empty() => {
+            bail!("{}: expected at least one agent", at("agents"))
+        }
+        (None, Some(list)) => ("agents", list.clone()),
+        (None, None) => ("agents", vec!["trusting".into(), "observant".into()]),
+    };
+    let mut agents: Vec<String> = Vec::new();
+    for name in &named {
+        let Some(canonical) = registry.canonical(name) else {
+            bail!(
+                "{}: unknown agent `{name}` (available: {})",
+                at(key),
+                registry.names().join(", ")
+            );
+        };
+        if agents.iter().any(|a| a == canonical) {
+            bail!("{}: agent `{name}` is listed twice", at(key));
+        }
+        agents.push(canonical.to_string());
     }
     let defaults = EpisodeLimits::default();
     let limits = EpisodeLimits {
@@ -551,7 +572,7 @@ fn resolve_recovery(
         layouts: wanted.min(layouts),
         policies,
         runs,
-        agent,
+        agents,
         limits,
         faults,
     })

@@ -15,17 +15,19 @@
 //! | name | what it does |
 //! |---|---|
 //! | `replay` | the recorded decision, nothing more: it stops at once ([`replay`]) |
-//! | `scripted` | a transparent rule-based baseline ([`scripted::ScriptedAgent`]) |
+//! | `trusting` | a transparent rule-based baseline that believes the policy ([`trusting::TrustingAgent`]; `scripted` is its old name) |
+//! | `observant` | the same baseline, but it checks its own observation before it stops ([`observant::ObservantAgent`]) |
 //! | `openai` | any OpenAI-compatible chat-completions endpoint, through a [`cassette`] |
 //!
 //! To add an agent: one file here implementing [`Agent`], one line in
 //! [`registry::Registry::default`].
 
 pub mod cassette;
+pub mod observant;
 pub mod openai;
 pub mod registry;
 pub mod replay;
-pub mod scripted;
+pub mod trusting;
 
 pub use registry::{AgentContext, Registry};
 pub use replay::ReplayAgent;

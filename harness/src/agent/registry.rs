@@ -5,9 +5,10 @@
 //! (`[recovery] agent`), `faultline list agents` and the run all read this registry.
 
 use super::cassette::Cassette;
+use super::observant::ObservantAgent;
 use super::openai::OpenAiAgent;
 use super::replay::ReplayAgent;
-use super::scripted::ScriptedAgent;
+use super::trusting::TrustingAgent;
 use super::Agent;
 use crate::config::ExperimentConfig;
 use std::path::Path;
@@ -24,6 +25,9 @@ pub struct AgentContext<'a> {
 /// Builds an agent, or says why the config cannot give one (a usage error).
 pub type Constructor = fn(AgentContext<'_>) -> Result<Arc<dyn Agent>, String>;
 
+/// Old names still accepted in configs, and the agent each now means.
+pub const ALIASES: &[(&str, &str)] = &[("scripted", "trusting")];
+
 /// Agents by name, in registration order (the order `faultline list agents` prints).
 pub struct Registry {
     constructors: Vec<(&'static str, Constructor)>,
@@ -36,7 +40,8 @@ impl Default for Registry {
             constructors: Vec::new(),
         };
         r.register("replay", |_| Ok(Arc::new(ReplayAgent)));
-        r.register("scripted", |_| Ok(Arc::new(ScriptedAgent)));
+        r.register("trusting", |_| Ok(Arc::new(TrustingAgent)));
+        r.register("observant", |_| Ok(Arc::new(ObservantAgent)));
         r.register("openai", |cx| {
             let path = cx.config.cassette.path_in(cx.out);
             let cassette = Cassette::open(&path, cx.config.cassette.mode)?;
@@ -60,15 +65,28 @@ impl Registry {
         self.constructors.iter().map(|(n, _)| *n).collect()
     }
 
-    /// Whether `name` is registered.
-    pub fn contains(&self, name: &str) -> bool {
-        self.constructors.iter().any(|(n, _)| *n == name)
+    /// The registered name `name` stands for (itself, or what an old alias now means),
+    /// or `None` when nothing answers to it.
+    pub fn canonical(&self, name: &str) -> Option<&'static str> {
+        let name = ALIASES
+            .iter()
+            .find(|(old, _)| *old == name)
+            .map_or(name, |(_, new)| new);
+        self.constructors
+            .iter()
+            .map(|(n, _)| *n)
+            .find(|n| *n == name)
     }
 
     /// Builds the agent `name`; an unknown name or a config the agent cannot use is an
     /// error message meant for the user.
     pub fn build(&self, name: &str, cx: AgentContext<'_>) -> Result<Arc<dyn Agent>, String> {
-        match self.constructors.iter().find(|(n, _)| *n == name) {
+        let canonical = self.canonical(name);
+        match self
+            .constructors
+            .iter()
+            .find(|(n, _)| Some(*n) == canonical)
+        {
             Some((_, build)) => build(cx),
             None => Err(format!(
                 "unknown agent `{name}` (available: {})",
@@ -86,8 +104,10 @@ mod tests {
     fn the_built_in_agents_are_registered_in_their_documented_order() {
         assert_eq!(
             Registry::default().names(),
-            ["replay", "scripted", "openai"]
+            ["replay", "trusting", "observant", "openai"]
         );
+        assert_eq!(Registry::default().canonical("scripted"), Some("trusting"));
+        assert_eq!(Registry::default().canonical("nobody"), None);
     }
 
     #[test]
@@ -110,6 +130,7 @@ mod tests {
                 )
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(agent.name(), name);
+            assert_eq!(registry.canonical(name), Some(name));
         }
         let err = match registry.build(
             "nobody",
@@ -121,6 +142,6 @@ mod tests {
             Err(e) => e,
             Ok(_) => panic!("an unknown agent built"),
         };
-        assert!(err.contains("replay, scripted, openai"), "{err}");
+        assert!(err.contains("replay, trusting, observant, openai"), "{err}");
     }
 }

@@ -145,18 +145,20 @@ pub async fn run(req: RunRequest) -> Result<RunSummary> {
         _ => {}
     }
 
-    // The agent is built before the browser starts, so a bad endpoint config or a
+    // The agents are built before the browser starts, so a bad endpoint config or a
     // missing replay cassette stops the run before any trial.
-    let agent = match req.config.recovery.enabled {
-        true => Some(build_agent(
-            &req.config.recovery.agent,
-            &req.config,
-            &req.out,
-        )?),
-        false => None,
+    let agents = match req.config.recovery.enabled {
+        true => req
+            .config
+            .recovery
+            .agents
+            .iter()
+            .map(|name| build_agent(name, &req.config, &req.out))
+            .collect::<Result<Vec<_>>>()?,
+        false => Vec::new(),
     };
     let harness = Harness::start(&req.config).await?;
-    let result = run_with(&req, &harness, &mut db, &identity, preloaded, agent).await;
+    let result = run_with(&req, &harness, &mut db, &identity, preloaded, &agents).await;
     harness.shutdown().await;
     result
 }
@@ -167,7 +169,7 @@ async fn run_with(
     db: &mut ResultsDb,
     identity: &str,
     preloaded: Option<(DecisionSet, String)>,
-    agent: Option<Arc<dyn Agent>>,
+    agents: &[Arc<dyn Agent>],
 ) -> Result<RunSummary> {
     let env = harness.env.clone();
     let config = &req.config;
@@ -192,7 +194,7 @@ async fn run_with(
                 "layouts": config.recovery.layouts,
                 "policies": config.recovery.policies,
                 "runs": config.recovery.runs,
-                "agent": config.recovery.agent,
+                "agents": config.recovery.agents,
                 "budget": config.recovery.limits.budget,
                 "max_steps": config.recovery.limits.max_steps,
                 "faults": config.recovery.faults,
@@ -208,9 +210,9 @@ async fn run_with(
     let shots = req.out.join("shots");
     std::fs::create_dir_all(&shots)?;
     let detection = detection::run(req, &env, db, &decisions.0, &shots).await?;
-    let recovery = match agent {
-        Some(agent) => Some(recovery::run(req, &env, db, &decisions.0, &shots, agent).await?),
-        None => None,
+    let recovery = match agents.is_empty() {
+        false => Some(recovery::run(req, &env, db, &decisions.0, &shots, agents).await?),
+        true => None,
     };
 
     let analysis = faultline_analysis::report::default_config(db)?;

@@ -22,6 +22,7 @@ pub struct EpisodeTask {
     decision: Arc<Decision>,
     fault: Fault,
     policy: String,
+    agent: Arc<dyn Agent>,
     run: u32,
     seed: u64,
 }
@@ -33,7 +34,7 @@ pub async fn run(
     db: &mut ResultsDb,
     decisions: &DecisionSet,
     shots: &Path,
-    agent: Arc<dyn Agent>,
+    agents: &[Arc<dyn Agent>],
 ) -> Result<PhaseSummary> {
     let config = &req.config;
     let rc = &config.recovery;
@@ -44,29 +45,32 @@ pub async fn run(
         policies.insert(name.clone(), Arc::from(p));
     }
     let finished = db.finished_episode_keys()?;
-    // Fixed before any agent call: the first `layouts` layouts of every task, every
-    // (task, fault) pair, every policy, every run.
+    // Fixed before any agent call: for every agent, the first `layouts` layouts of every
+    // task, every (task, fault) pair, every policy, every run.
     let mut tasks = Vec::new();
-    for (task, fault) in config.recovery_pairs() {
-        for policy in &rc.policies {
-            for run in 0..rc.runs {
-                for index in 0..rc.layouts {
-                    let Some(decision) = decisions.find(task, config.seed, index) else {
-                        continue;
-                    };
-                    let key = format!(
-                        "recovery/{task}/{}/{policy}/{}/r{run}/{index:03}",
-                        fault.id(),
-                        rc.agent
-                    );
-                    tasks.push(EpisodeTask {
-                        seed: derive(config.seed, &["episode", &key]),
-                        key,
-                        decision: Arc::new(decision.clone()),
-                        fault,
-                        policy: policy.clone(),
-                        run,
-                    });
+    for agent in agents {
+        for (task, fault) in config.recovery_pairs() {
+            for policy in &rc.policies {
+                for run in 0..rc.runs {
+                    for index in 0..rc.layouts {
+                        let Some(decision) = decisions.find(task, config.seed, index) else {
+                            continue;
+                        };
+                        let key = format!(
+                            "recovery/{task}/{}/{policy}/{}/r{run}/{index:03}",
+                            fault.id(),
+                            agent.name()
+                        );
+                        tasks.push(EpisodeTask {
+                            seed: derive(config.seed, &["episode", &key]),
+                            key,
+                            decision: Arc::new(decision.clone()),
+                            fault,
+                            policy: policy.clone(),
+                            agent: agent.clone(),
+                            run,
+                        });
+                    }
                 }
             }
         }
@@ -81,7 +85,7 @@ pub async fn run(
         config.jobs,
         |task: EpisodeTask| {
             let env = env.clone();
-            let agent = agent.clone();
+            let agent = task.agent.clone();
             let policy = policies[&task.policy].clone();
             async move {
                 let spec = EpisodeSpec {

@@ -1,4 +1,5 @@
-//! The `scripted` agent: a transparent, deterministic, rule-based baseline.
+//! The `trusting` agent (formerly `scripted`, still accepted under that name): a
+//! transparent, deterministic, rule-based baseline that believes the policy.
 //!
 //! It reads only what every agent is given ([`AgentView`]): the instruction text, the
 //! observation's visible text, the policy's verdict and message, its own history and the
@@ -20,7 +21,9 @@
 //!
 //! A persistent fault in the harness's own code (the parser, the executor) therefore
 //! defeats it: its retries meet the same fault. A fault that only lies about the outcome
-//! (the feedback stage) or hides it for a moment (the observe stage) does not.
+//! (the feedback stage) or hides it for a moment (the observe stage) does not — unless
+//! the policy calls it a success, which rule 2 believes. The `observant` agent
+//! ([`super::observant`]) is the same baseline with its own eyes open.
 
 use super::{Agent, AgentError, AgentReply, AgentView};
 use faultline_policies::Verdict;
@@ -31,21 +34,23 @@ use futures::future::BoxFuture;
 /// How long rule 3 waits. Chart tooltips take up to 900 ms to appear after a hover.
 pub const WAIT_MS: u64 = 1500;
 
-/// The scripted baseline. See the module docs for its rules.
+/// The trusting baseline. See the module docs for its rules.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ScriptedAgent;
+pub struct TrustingAgent;
 
 /// Which rule fired, for tests and transcripts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
     AnswerVisible,
+    /// The observant agent's own rule: its observation contradicts the outcome.
+    EyesDisagree,
     TrustSuccess,
     WaitOnce,
     Retry,
     GiveUp,
 }
 
-impl ScriptedAgent {
+impl TrustingAgent {
     /// The reply and the rule that produced it.
     pub fn decide(view: &AgentView<'_>) -> (String, Rule) {
         if let Ok(Expectation::ValueShown { label }) = view.instruction.expectation() {
@@ -57,6 +62,15 @@ impl ScriptedAgent {
         if verdict == Some(Verdict::Success) {
             return (Action::Stop.to_string(), Rule::TrustSuccess);
         }
+        TrustingAgent::wait_retry_or_give_up(view, verdict)
+    }
+
+    /// Rules 3 to 5, shared with the observant agent: wait once on NoChange, else resend
+    /// the first reply's browser actions within the budget, else stop.
+    pub(super) fn wait_retry_or_give_up(
+        view: &AgentView<'_>,
+        verdict: Option<Verdict>,
+    ) -> (String, Rule) {
         let waited = view
             .history
             .iter()
@@ -80,13 +94,13 @@ impl ScriptedAgent {
     }
 }
 
-impl Agent for ScriptedAgent {
+impl Agent for TrustingAgent {
     fn name(&self) -> &str {
-        "scripted"
+        "trusting"
     }
 
     fn reply<'a>(&'a self, view: AgentView<'a>) -> BoxFuture<'a, Result<AgentReply, AgentError>> {
-        let (text, _) = ScriptedAgent::decide(&view);
+        let (text, _) = TrustingAgent::decide(&view);
         Box::pin(async move { Ok(AgentReply::text(text)) })
     }
 }
@@ -129,7 +143,7 @@ mod tests {
         }
 
         fn decide(&self) -> (String, Rule) {
-            ScriptedAgent::decide(&AgentView {
+            TrustingAgent::decide(&AgentView {
                 instruction: &self.instruction,
                 observation: &self.observation,
                 feedback: Some(&self.feedback),
