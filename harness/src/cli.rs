@@ -147,6 +147,21 @@ pub struct ReportArgs {
     pub seed: Option<u64>,
 }
 
+impl Command {
+    /// What to tell the user when a termination signal stops this command, or `None`
+    /// when the command handles the signal itself (`serve` stops cleanly on it).
+    pub fn interrupted_hint(&self) -> Option<&'static str> {
+        match self {
+            Command::Run(_) => Some(
+                "finished trials and episodes are stored; continue with `faultline run --resume --out DIR`",
+            ),
+            Command::Record(_) => Some("decisions recorded so far are kept"),
+            Command::Serve(_) => None,
+            _ => Some("nothing was left half written"),
+        }
+    }
+}
+
 /// Runs a parsed command line.
 pub async fn dispatch(cli: Cli) -> Result<()> {
     match cli.command {
@@ -331,7 +346,7 @@ async fn serve(args: ServeArgs) -> Result<()> {
         key.bearer_token()
     );
     println!("press Ctrl-C to stop");
-    tokio::signal::ctrl_c().await?;
+    crate::signals::terminated().await;
     server.shutdown().await;
     Ok(())
 }

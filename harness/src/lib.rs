@@ -10,7 +10,8 @@
 //! - [`experiment`]: what a run is made of — the phases (detection, recovery), their
 //!   work items, decisions and recorders, the manifest and the stored rows;
 //! - [`cli`] and [`config`]: flags and config files turned into a validated experiment;
-//!   [`error`]: the usage error and the exit codes, in one place.
+//!   [`error`]: the usage error and the exit codes, in one place; [`signals`]: what
+//!   SIGINT, SIGTERM and SIGHUP mean.
 
 pub mod agent;
 pub mod cli;
@@ -18,3 +19,5 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod experiment;
+pub mod jsonl;
+pub mod signals;

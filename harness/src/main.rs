@@ -1,6 +1,7 @@
 use clap::Parser;
 use faultline::cli::{dispatch, Cli};
 use faultline::error::exit_code;
+use std::io::IsTerminal;
 
 fn main() {
     let cli = Cli::parse();
@@ -10,6 +11,8 @@ fn main() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error")),
         )
         .with_writer(std::io::stderr)
+        // Colour codes only where a person reads them, never in a log file.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -21,12 +24,16 @@ fn main() {
             std::process::exit(1);
         }
     };
+    let hint = cli.command.interrupted_hint();
     let result = runtime.block_on(async {
-        tokio::select! {
-            r = dispatch(cli) => r,
-            _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!(
-                "interrupted; finished trials are stored, continue with `faultline run --resume --out DIR`"
-            )),
+        match hint {
+            Some(hint) => tokio::select! {
+                r = dispatch(cli) => r,
+                signal = faultline::signals::terminated() => Err(anyhow::anyhow!(
+                    "interrupted by {signal}; {hint}"
+                )),
+            },
+            None => dispatch(cli).await,
         }
     });
     // Dropping the runtime drops the browser handles, which kill Chromium.

@@ -60,7 +60,10 @@ async fn under_unverified_the_observant_agent_recovers_an_early_capture_and_the_
             .iter()
             .flat_map(|s| s.actions.iter())
             .collect();
-        assert!(matches!(agent_actions[0], Action::Wait { .. }), "{agent_actions:?}");
+        assert!(
+            matches!(agent_actions[0], Action::Wait { .. }),
+            "{agent_actions:?}"
+        );
         assert!(matches!(agent_actions.last(), Some(Action::Answer { .. })));
     }
     h.shutdown().await;

@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -88,9 +88,27 @@ impl Cassette {
     pub fn open(path: impl AsRef<Path>, mode: CassetteMode) -> Result<Cassette, String> {
         let path = path.as_ref();
         let mut responses = HashMap::new();
+        // A crash while an entry was appended leaves a torn last line: never a finished
+        // entry. When this cassette will be appended to, it is cut off the file; in
+        // replay mode (the file is only read) it is skipped.
+        let parses = |line: &str| serde_json::from_str::<CassetteEntry>(line).is_ok();
+        let mut skip_torn_tail = false;
+        if mode.calls_on_miss() {
+            crate::jsonl::repair_torn_tail(path, parses)
+                .map_err(|e| format!("cannot repair cassette {}: {e}", path.display()))?;
+        } else if let Ok(bytes) = std::fs::read(path) {
+            let tail = bytes
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(&bytes[..], |i| &bytes[i + 1..]);
+            skip_torn_tail = !tail.is_empty()
+                && !std::str::from_utf8(tail).is_ok_and(|t| t.trim().is_empty() || parses(t));
+        }
         match File::open(path) {
             Ok(file) => {
-                for (index, line) in BufReader::new(file).lines().enumerate() {
+                let lines: Vec<_> = BufReader::new(file).lines().collect();
+                let keep = lines.len() - usize::from(skip_torn_tail && !lines.is_empty());
+                for (index, line) in lines.into_iter().take(keep).enumerate() {
                     let at = format!("{}:{}", path.display(), index + 1);
                     let line = line.map_err(|e| format!("{at}: cannot read the line: {e}"))?;
                     if line.trim().is_empty() {
@@ -125,14 +143,13 @@ impl Cassette {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             }
-            let mut file = OpenOptions::new()
+            let file = OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(path)
                 .map_err(|e| {
                     format!("cannot open cassette {} for appending: {e}", path.display())
                 })?;
-            ensure_trailing_newline(path, &mut file)?;
             Some(file)
         } else {
             None
@@ -200,10 +217,9 @@ impl Cassette {
                 request: request.clone(),
                 response: response.clone(),
             };
-            let mut line = serde_json::to_string(&entry)
+            let line = serde_json::to_string(&entry)
                 .map_err(|e| format!("cannot serialize a cassette entry: {e}"))?;
-            line.push('\n');
-            let written = file.write_all(line.as_bytes()).and_then(|()| file.flush());
+            let written = crate::jsonl::append_line(file, &line);
             written.map_err(|e| format!("cannot append to cassette {}: {e}", self.describe()))?;
         }
         inner.responses.insert(key.to_string(), response.clone());
@@ -218,22 +234,6 @@ impl Cassette {
 
 /// A file that was cut off mid-line (a crash during an append) would glue the next
 /// entry onto the broken one; start a fresh line instead.
-fn ensure_trailing_newline(path: &Path, file: &mut File) -> Result<(), String> {
-    let len = file
-        .metadata()
-        .map_err(|e| format!("cannot stat {}: {e}", path.display()))?
-        .len();
-    if len == 0 {
-        return Ok(());
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if bytes.last() != Some(&b'\n') {
-        file.write_all(b"\n")
-            .map_err(|e| format!("cannot append to {}: {e}", path.display()))?;
-    }
-    Ok(())
-}
-
 fn is_sha256_hex(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
@@ -492,5 +492,31 @@ mod tests {
         drop(c);
         let c = Cassette::open(&path, CassetteMode::Replay).unwrap();
         assert_eq!(c.len(), 2);
+    }
+
+    #[test]
+    fn regression_a_torn_last_line_is_skipped_on_replay_and_cut_before_recording() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        let first = json!({"n": 1});
+        let whole = entry_line(&first, &json!(1));
+        // A crash cut the second entry mid-write.
+        let torn = &entry_line(&json!({"n": 2}), &json!(2))[..40];
+        std::fs::write(&path, format!("{whole}\n{torn}")).unwrap();
+
+        // Replay reads the whole entries and leaves the file as it is.
+        let c = Cassette::open(&path, CassetteMode::Replay).unwrap();
+        assert_eq!(c.len(), 1);
+        assert_eq!(c.get(&request_key(&first)), Some(json!(1)));
+        assert!(std::fs::read_to_string(&path).unwrap().ends_with(torn));
+
+        // Recording cuts the torn tail first, so the next entry starts its own line.
+        let c = Cassette::open(&path, CassetteMode::Auto).unwrap();
+        let third = json!({"n": 3});
+        c.insert(&request_key(&third), &third, json!(3)).unwrap();
+        drop(c);
+        let c = Cassette::open(&path, CassetteMode::Replay).unwrap();
+        assert_eq!(c.len(), 2);
+        assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 2);
     }
 }

@@ -153,6 +153,9 @@ impl BrowserHandle {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
+            // The browser needs no secret of ours: a model API key stays in this process.
+            .env_remove("FAULTLINE_API_KEY")
+            .env_remove("OPENAI_API_KEY")
             .kill_on_drop(true)
             // Its own process group, so closing kills every process it started even when
             // `executable` is a wrapper that does not `exec`.

@@ -8,7 +8,6 @@ use crate::engine::Engine;
 use crate::error::UsageError;
 use anyhow::{bail, Context, Result};
 use faultline_tasks::{DecisionSet, TaskKind};
-use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -72,6 +71,19 @@ pub async fn record_missing(
     env: &Arc<Engine>,
 ) -> Result<(DecisionSet, String)> {
     let path = out.join("decisions.jsonl");
+    // A crash while a line was written leaves a torn last line: it was never a finished
+    // decision, so it is cut off (and recorded again) rather than fail the resume.
+    let repair = crate::jsonl::repair_torn_tail(&path, |line| {
+        serde_json::from_str::<serde_json::Value>(line).is_ok()
+    })
+    .with_context(|| format!("checking {}", path.display()))?;
+    if let crate::jsonl::Repair::TornLineDropped(bytes) = repair {
+        eprintln!(
+            "{}: dropped a torn last line ({} bytes, cut by a crash); it is recorded again",
+            path.display(),
+            bytes.len()
+        );
+    }
     let mut set = if path.exists() {
         DecisionSet::load(&path)?
     } else {
@@ -92,7 +104,8 @@ pub async fn record_missing(
             .with_context(|| format!("opening {}", path.display()))?;
         for (task, index) in missing {
             let d = record_oracle(env, config.seed, task, index).await?;
-            writeln!(file, "{}", serde_json::to_string(&d)?)?;
+            crate::jsonl::append_line(&mut file, &serde_json::to_string(&d)?)
+                .with_context(|| format!("appending to {}", path.display()))?;
             set.decisions.push(d);
         }
     }
