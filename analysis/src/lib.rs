@@ -6,7 +6,7 @@
 //! `faultline-tasks` and `faultline-faults`; nothing here keeps a string copy of it.
 //!
 //! - [`db`]: the schema and the typed rows the harness writes and the analysis reads.
-//! - [`config`]: how intervals are computed; [`format`]: how numbers and cells print.
+//! - [`config`]: how intervals are computed; [`format`](mod@format): how numbers and cells print.
 //! - [`tables`], [`compare`], [`recovery`]: the tables and comparisons, computed from rows.
 //! - [`stats`]: the estimators; [`plots`]: the plot functions.
 //! - [`report`]: compute the analysis once, then write it (CSV, Markdown, plots).
