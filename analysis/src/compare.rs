@@ -7,92 +7,25 @@
 //! same resample), the correlation of the two policies' outcomes, and McNemar's exact test
 //! on the discordant trials.
 
+use crate::config::AnalysisConfig;
 use crate::db::{TrialRow, VerdictRow};
+use crate::format::{ci_columns, csv_field, fmt4, format_p};
 use crate::stats::{
     clustered_standard_error, mcnemar_from_outcomes, paired_difference, BootstrapConfig,
-    ClusteredSample, ClusteredStandardError, Estimate, Level, McNemar, PairedSample, Proportion,
+    ClusteredSample, ClusteredStandardError, Estimate, McNemar, PairedSample,
 };
-use crate::tables::{csv_field, index_verdicts};
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use crate::tables::{caught, detected_fired};
+use faultline_faults::Fault;
+use faultline_tasks::seed::derive_analysis;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-
-/// Which interval single proportions get.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProportionMethod {
-    Wilson,
-    ClopperPearson,
-}
-
-/// How the analysis computes its intervals. Recorded in the report.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct AnalysisConfig {
-    pub level: Level,
-    pub proportion: ProportionMethod,
-    pub resamples: usize,
-    /// Root of every bootstrap seed in the report.
-    pub seed: u64,
-}
-
-impl AnalysisConfig {
-    /// Defaults: 95%, Wilson, 10,000 resamples, seed derived from the run's root seed.
-    pub fn for_run(root_seed: u64) -> AnalysisConfig {
-        AnalysisConfig {
-            level: Level::default(),
-            proportion: ProportionMethod::Wilson,
-            resamples: 10_000,
-            seed: derive_seed(root_seed, "analysis"),
-        }
-    }
-
-    /// The interval of `num` out of `den`, or `None` when `den` is 0.
-    pub fn proportion(&self, num: u64, den: u64) -> Option<Estimate> {
-        let p = Proportion::new(num, den).ok()?;
-        Some(match self.proportion {
-            ProportionMethod::Wilson => p.wilson(self.level),
-            ProportionMethod::ClopperPearson => p.clopper_pearson(self.level),
-        })
-    }
-}
-
-/// A seed for one named computation, derived from a root.
-pub fn derive_seed(root: u64, name: &str) -> u64 {
-    let mut h = Sha256::new();
-    h.update(b"faultline-analysis-seed-v1");
-    h.update(root.to_le_bytes());
-    h.update(name.as_bytes());
-    u64::from_le_bytes(h.finalize()[..8].try_into().expect("32-byte digest"))
-}
-
-/// Fixed-precision numbers, so tables are byte-stable.
-pub fn fmt4(x: f64) -> String {
-    format!("{x:.4}")
-}
-
-/// A p-value with its small values in scientific notation (so 2e-12 does not print as 0).
-pub fn format_p(p: f64) -> String {
-    if p != 0.0 && p < 1e-4 {
-        format!("{p:.3e}")
-    } else {
-        format!("{p:.6}")
-    }
-}
-
-/// `ci_low,ci_high,ci_method` for an optional estimate.
-pub fn ci_columns(e: Option<&Estimate>) -> String {
-    match e {
-        Some(e) => format!("{},{},{}", fmt4(e.lower), fmt4(e.upper), e.method),
-        None => ",,".into(),
-    }
-}
 
 /// One paired comparison row of the detection experiment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
     /// `fault` for one fault, `all` for every fired faulty trial.
     pub scope: String,
+    /// The fault's id, or `*` for scope `all`.
     pub fault: String,
     pub policy_a: String,
     pub policy_b: String,
@@ -105,22 +38,9 @@ fn caught_outcomes<'a>(
     trials: &'a [TrialRow],
     verdicts: &'a [VerdictRow],
 ) -> Vec<(&'a TrialRow, BTreeMap<&'a str, bool>)> {
-    let by_trial = index_verdicts(verdicts);
-    trials
-        .iter()
-        .filter(|t| t.experiment == "detection" && t.condition == "faulty" && t.fired == Some(true))
-        .map(|t| {
-            let caught = by_trial
-                .get(t.trial_key.as_str())
-                .into_iter()
-                .flatten()
-                .map(|v| {
-                    (
-                        v.policy.as_str(),
-                        (v.verdict == "success") == t.truth_achieved,
-                    )
-                })
-                .collect();
+    detected_fired(trials, verdicts)
+        .map(|(t, vs)| {
+            let caught = vs.map(|v| (v.policy.as_str(), caught(t, v))).collect();
             (t, caught)
         })
         .collect()
@@ -132,28 +52,29 @@ pub fn comparisons(
     trials: &[TrialRow],
     verdicts: &[VerdictRow],
     policies: &[String],
-    faults: &[String],
+    faults: &[Fault],
     cfg: &AnalysisConfig,
 ) -> Vec<Comparison> {
     let outcomes = caught_outcomes(trials, verdicts);
     let mut scopes: Vec<(String, String)> = faults
         .iter()
-        .map(|f| ("fault".to_string(), f.clone()))
+        .map(|f| ("fault".to_string(), f.id().to_string()))
         .collect();
     scopes.push(("all".into(), "*".into()));
     let mut out = Vec::new();
     for (scope, fault) in &scopes {
         for (i, a) in policies.iter().enumerate() {
             for b in &policies[i + 1..] {
-                let rows: Vec<((String, u32), bool, bool)> = outcomes
+                let rows: Vec<((&str, u32), bool, bool)> = outcomes
                     .iter()
-                    .filter(|(t, _)| scope != "fault" || t.fault.as_deref() == Some(fault.as_str()))
+                    .filter(|(t, _)| scope != "fault" || t.fault.map(Fault::id) == Some(fault))
                     .filter_map(|(t, caught)| {
                         let (&ca, &cb) = (caught.get(a.as_str())?, caught.get(b.as_str())?);
-                        Some(((t.task.clone(), t.layout_index), ca, cb))
+                        // The task's name orders the clusters, as it always has.
+                        Some(((t.task.name(), t.layout_index), ca, cb))
                     })
                     .collect();
-                let seed = derive_seed(cfg.seed, &format!("{scope}/{fault}/{a}/{b}"));
+                let seed = derive_analysis(cfg.seed, &format!("{scope}/{fault}/{a}/{b}"));
                 let Some(paired) = paired_outcomes(&rows, cfg, seed) else {
                     continue;
                 };
@@ -248,7 +169,7 @@ pub fn pooled_caught(
             let rows = outcomes.iter().filter_map(|(t, caught)| {
                 caught
                     .get(p.as_str())
-                    .map(|c| ((t.task.clone(), t.layout_index), f64::from(u8::from(*c))))
+                    .map(|c| ((t.task.name(), t.layout_index), f64::from(u8::from(*c))))
             });
             let sample = ClusteredSample::from_observations(rows).ok()?;
             let se = clustered_standard_error(&sample).ok()?;
@@ -315,6 +236,7 @@ pub fn comparisons_csv(rows: &[Comparison], cfg: &AnalysisConfig) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::ProportionMethod;
     use crate::db::tests::{row, verdict};
 
     #[test]
@@ -332,7 +254,7 @@ mod tests {
             verdicts.push(verdict(&key, "outcome", "fail"));
         }
         let policies = vec!["unverified".to_string(), "outcome".to_string()];
-        let faults = vec!["execute.unscaled_coordinates".to_string()];
+        let faults = vec![Fault::UnscaledCoordinates];
         let cfg = AnalysisConfig::for_run(1);
         let rows = comparisons(&trials, &verdicts, &policies, &faults, &cfg);
         assert_eq!(rows.len(), 2, "one fault row and one overall row");
@@ -364,6 +286,5 @@ mod tests {
         assert!((cp.lower - 0.838013).abs() < 1e-5);
         assert!(cfg.proportion(0, 0).is_none());
         assert_eq!(ci_columns(None), ",,");
-        assert_ne!(derive_seed(1, "a"), derive_seed(2, "a"));
     }
 }

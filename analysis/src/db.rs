@@ -5,11 +5,15 @@
 //! transaction, keyed by a stable `trial_key`: a run killed half way leaves only whole
 //! trials behind, and `--resume` skips keys that are already present.
 
-use anyhow::{bail, Context, Result};
-use rusqlite::{params, Connection, OptionalExtension};
+use anyhow::{anyhow, bail, Context, Result};
+use faultline_faults::{Fault, Layer, Stage};
+use faultline_tasks::{Condition, StopReason, TaskKind, Verdict};
+use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
+use std::fmt::Display;
 use std::path::Path;
+use std::str::FromStr;
 
 /// Bumped whenever a table or column changes meaning.
 pub const SCHEMA_VERSION: i64 = 2;
@@ -118,18 +122,22 @@ CREATE TABLE IF NOT EXISTS episode_steps (
 "#;
 
 /// One stored trial (the columns analysis needs are typed; the rest are JSON text).
+///
+/// The vocabulary columns are the vocabulary's types; they are stored as their names, and
+/// [`ResultsDb`] converts at the boundary (a stored name it does not know is an error that
+/// names the table, the key and the column).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrialRow {
     pub trial_key: String,
     pub experiment: String,
-    pub task: String,
+    pub task: TaskKind,
     pub layout_index: u32,
     pub layout_seed: u64,
     pub trial_seed: u64,
-    /// `faulty` or `working`.
-    pub condition: String,
-    pub fault: Option<String>,
-    pub stage: Option<String>,
+    pub condition: Condition,
+    /// `None` on working trials.
+    pub fault: Option<Fault>,
+    pub stage: Option<Stage>,
     /// `None` on working trials.
     pub fired: Option<bool>,
     pub witness: Option<String>,
@@ -146,8 +154,9 @@ pub struct TrialRow {
     pub truth_detail: String,
     pub ledger: String,
     pub duration_ms: f64,
-    /// The fault's catalogue layer (`None` on working trials and in version-1 databases).
-    pub layer: Option<String>,
+    /// The fault's catalogue layer as stored (`None` on working trials and in version-1
+    /// databases; [`TrialRow::fault_layer`] falls back to the fault's own).
+    pub layer: Option<Layer>,
     /// Why a faulty trial's fault did not fire (`None` when it fired, or on working trials).
     pub not_fired_reason: Option<String>,
 }
@@ -158,10 +167,10 @@ pub struct TrialRow {
 pub struct EpisodeRow {
     /// `recovery/<task>/<fault>/<policy>/<agent>/r<run>/<layout>`.
     pub episode_key: String,
-    pub task: String,
-    pub fault: String,
-    pub stage: String,
-    pub layer: String,
+    pub task: TaskKind,
+    pub fault: Fault,
+    pub stage: Stage,
+    pub layer: Layer,
     /// The verification policy whose messages the agent was given.
     pub policy: String,
     pub agent: String,
@@ -180,14 +189,13 @@ pub struct EpisodeRow {
     pub browser_actions: u32,
     /// Steps in all, the replayed decision included.
     pub steps: u32,
-    /// `stopped`, `answered`, `parse_error`, `over_budget`, `step_cap` or `agent_error`.
-    pub stop_reason: String,
+    pub stop_reason: StopReason,
     /// The policy's verdict on the replayed decision agreed with the ledger (the detection
     /// experiment's "caught", on this episode's first step).
     pub detected_at_first_step: bool,
-    /// The policy's verdict on the replayed decision (`none` when its reply did not parse,
-    /// so nothing was judged).
-    pub first_verdict: String,
+    /// The policy's verdict on the replayed decision (`None`, stored as `none`, when its
+    /// reply did not parse, so nothing was judged).
+    pub first_verdict: Option<Verdict>,
     /// The parse or agent error that ended the episode, if any.
     pub error: Option<String>,
     pub model_calls: u32,
@@ -217,7 +225,7 @@ pub struct EpisodeStepRow {
     pub tool_message: String,
     /// The policy's verdict on this step (`None` when the step was not judged: a parse
     /// error, or a reply that only answered or stopped).
-    pub verdict: Option<String>,
+    pub verdict: Option<Verdict>,
     pub policy_message: Option<String>,
     pub observation_text: Option<String>,
     /// The observation's screenshot, relative to the run directory.
@@ -237,8 +245,18 @@ pub struct EpisodeStepRow {
 pub struct VerdictRow {
     pub trial_key: String,
     pub policy: String,
-    pub verdict: String,
+    pub verdict: Verdict,
     pub message: String,
+}
+
+impl TrialRow {
+    /// The fault's catalogue layer: the stored one or, in a version-1 database (which
+    /// stores none), the fault's own, which for the four reference faults of that release
+    /// is their stage's (`parse`, `feedback`, `observe` are the harness's tool, `execute`
+    /// is execution). `None` on working trials.
+    pub fn fault_layer(&self) -> Option<Layer> {
+        self.layer.or_else(|| self.fault.map(Fault::layer))
+    }
 }
 
 /// An open results database.
@@ -343,13 +361,13 @@ impl ResultsDb {
             params![
                 t.trial_key,
                 t.experiment,
-                t.task,
+                t.task.name(),
                 t.layout_index,
                 t.layout_seed.to_string(),
                 t.trial_seed.to_string(),
-                t.condition,
-                t.fault,
-                t.stage,
+                t.condition.name(),
+                t.fault.map(Fault::id),
+                t.stage.map(Stage::name),
                 t.fired,
                 t.witness,
                 t.decision_source,
@@ -365,7 +383,7 @@ impl ResultsDb {
                 t.truth_detail,
                 t.ledger,
                 t.duration_ms,
-                t.layer,
+                t.layer.map(Layer::name),
                 t.not_fired_reason,
             ],
         )
@@ -373,7 +391,7 @@ impl ResultsDb {
         for v in verdicts {
             tx.execute(
                 "INSERT INTO verdicts (trial_key, policy, verdict, message) VALUES (?1, ?2, ?3, ?4)",
-                params![v.trial_key, v.policy, v.verdict, v.message],
+                params![v.trial_key, v.policy, v.verdict.name(), v.message],
             )?;
         }
         tx.commit()?;
@@ -391,39 +409,8 @@ impl ResultsDb {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT trial_key, experiment, task, layout_index, layout_seed, trial_seed, condition, fault, stage, fired, witness, decision_source, reply, actions, executed, tool_message, observation_text, before_png, after_png, evidence, truth_achieved, truth_detail, ledger, duration_ms, {extra} FROM trials ORDER BY trial_key",
         ))?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(TrialRow {
-                    trial_key: r.get(0)?,
-                    experiment: r.get(1)?,
-                    task: r.get(2)?,
-                    layout_index: r.get(3)?,
-                    layout_seed: parse_u64(r.get::<_, String>(4)?),
-                    trial_seed: parse_u64(r.get::<_, String>(5)?),
-                    condition: r.get(6)?,
-                    fault: r.get(7)?,
-                    stage: r.get(8)?,
-                    fired: r.get(9)?,
-                    witness: r.get(10)?,
-                    decision_source: r.get(11)?,
-                    reply: r.get(12)?,
-                    actions: r.get(13)?,
-                    executed: r.get(14)?,
-                    tool_message: r.get(15)?,
-                    observation_text: r.get(16)?,
-                    before_png: r.get(17)?,
-                    after_png: r.get(18)?,
-                    evidence: r.get(19)?,
-                    truth_achieved: r.get(20)?,
-                    truth_detail: r.get(21)?,
-                    ledger: r.get(22)?,
-                    duration_ms: r.get(23)?,
-                    layer: r.get(24)?,
-                    not_fired_reason: r.get(25)?,
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+        let rows = stmt.query_map([], |r| Ok(trial_row(r)))?;
+        collect(rows)
     }
 
     /// Every stored verdict, ordered by trial key and policy.
@@ -431,17 +418,8 @@ impl ResultsDb {
         let mut stmt = self.conn.prepare(
             "SELECT trial_key, policy, verdict, message FROM verdicts ORDER BY trial_key, policy",
         )?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(VerdictRow {
-                    trial_key: r.get(0)?,
-                    policy: r.get(1)?,
-                    verdict: r.get(2)?,
-                    message: r.get(3)?,
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+        let rows = stmt.query_map([], |r| Ok(verdict_row(r)))?;
+        collect(rows)
     }
 
     /// Keys of episodes already stored.
@@ -465,10 +443,10 @@ impl ResultsDb {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
             params![
                 e.episode_key,
-                e.task,
-                e.fault,
-                e.stage,
-                e.layer,
+                e.task.name(),
+                e.fault.id(),
+                e.stage.name(),
+                e.layer.name(),
                 e.policy,
                 e.agent,
                 e.run,
@@ -480,9 +458,9 @@ impl ResultsDb {
                 e.truth_detail,
                 e.browser_actions,
                 e.steps,
-                e.stop_reason,
+                e.stop_reason.name(),
                 e.detected_at_first_step,
-                e.first_verdict,
+                e.first_verdict.map_or("none", Verdict::name),
                 e.error,
                 e.model_calls,
                 e.prompt_tokens,
@@ -506,7 +484,7 @@ impl ResultsDb {
                     s.executed,
                     s.browser_actions,
                     s.tool_message,
-                    s.verdict,
+                    s.verdict.map(Verdict::name),
                     s.policy_message,
                     s.observation_text,
                     s.screenshot,
@@ -531,38 +509,8 @@ impl ResultsDb {
         let mut stmt = self.conn.prepare(
             "SELECT episode_key, task, fault, stage, layer, policy, agent, run, layout_index, layout_seed, episode_seed, fired, success, truth_detail, browser_actions, steps, stop_reason, detected_at_first_step, first_verdict, error, model_calls, prompt_tokens, completion_tokens, ledger, duration_ms FROM episodes ORDER BY episode_key",
         )?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(EpisodeRow {
-                    episode_key: r.get(0)?,
-                    task: r.get(1)?,
-                    fault: r.get(2)?,
-                    stage: r.get(3)?,
-                    layer: r.get(4)?,
-                    policy: r.get(5)?,
-                    agent: r.get(6)?,
-                    run: r.get(7)?,
-                    layout_index: r.get(8)?,
-                    layout_seed: parse_u64(r.get::<_, String>(9)?),
-                    episode_seed: parse_u64(r.get::<_, String>(10)?),
-                    fired: r.get(11)?,
-                    success: r.get(12)?,
-                    truth_detail: r.get(13)?,
-                    browser_actions: r.get(14)?,
-                    steps: r.get(15)?,
-                    stop_reason: r.get(16)?,
-                    detected_at_first_step: r.get(17)?,
-                    first_verdict: r.get(18)?,
-                    error: r.get(19)?,
-                    model_calls: r.get(20)?,
-                    prompt_tokens: r.get(21)?,
-                    completion_tokens: r.get(22)?,
-                    ledger: r.get(23)?,
-                    duration_ms: r.get(24)?,
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+        let rows = stmt.query_map([], |r| Ok(episode_row(r)))?;
+        collect(rows)
     }
 
     /// The transcript of one episode, in step order.
@@ -573,31 +521,8 @@ impl ResultsDb {
         let mut stmt = self.conn.prepare(
             "SELECT episode_key, step, source, reply, parse_error, actions, executed, browser_actions, tool_message, verdict, policy_message, observation_text, screenshot, witness, truth_achieved, truth_detail, ledger_events, usage FROM episode_steps WHERE episode_key = ?1 ORDER BY step",
         )?;
-        let rows = stmt
-            .query_map([episode_key], |r| {
-                Ok(EpisodeStepRow {
-                    episode_key: r.get(0)?,
-                    step: r.get(1)?,
-                    source: r.get(2)?,
-                    reply: r.get(3)?,
-                    parse_error: r.get(4)?,
-                    actions: r.get(5)?,
-                    executed: r.get(6)?,
-                    browser_actions: r.get(7)?,
-                    tool_message: r.get(8)?,
-                    verdict: r.get(9)?,
-                    policy_message: r.get(10)?,
-                    observation_text: r.get(11)?,
-                    screenshot: r.get(12)?,
-                    witness: r.get(13)?,
-                    truth_achieved: r.get(14)?,
-                    truth_detail: r.get(15)?,
-                    ledger_events: r.get(16)?,
-                    usage: r.get(17)?,
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+        let rows = stmt.query_map([episode_key], |r| Ok(step_row(r)))?;
+        collect(rows)
     }
 
     /// Counts rows, for tests and progress reports.
@@ -623,6 +548,158 @@ fn parse_u64(s: String) -> u64 {
     s.parse().unwrap_or(0)
 }
 
+/// Rows whose typed columns may each fail to convert.
+fn collect<T>(rows: impl Iterator<Item = rusqlite::Result<Result<T>>>) -> Result<Vec<T>> {
+    rows.map(|r| r?).collect()
+}
+
+/// A stored name read back as its vocabulary type; a name the type does not know is an
+/// error naming the table, the row's key and the column.
+fn parse_name<T: FromStr<Err = E>, E: Display>(
+    text: &str,
+    table: &str,
+    key: &str,
+    column: &str,
+) -> Result<T> {
+    text.parse()
+        .map_err(|e| anyhow!("{table} `{key}`: column `{column}` holds `{text}`: {e}"))
+}
+
+/// Column `i` (text) of row `r` as a vocabulary type (see [`parse_name`]).
+fn column<T: FromStr<Err = E>, E: Display>(
+    r: &Row<'_>,
+    i: usize,
+    table: &str,
+    key: &str,
+    name: &str,
+) -> Result<T> {
+    parse_name(&r.get::<_, String>(i)?, table, key, name)
+}
+
+/// Column `i` (nullable text) of row `r` as a vocabulary type.
+fn optional_column<T: FromStr<Err = E>, E: Display>(
+    r: &Row<'_>,
+    i: usize,
+    table: &str,
+    key: &str,
+    name: &str,
+) -> Result<Option<T>> {
+    r.get::<_, Option<String>>(i)?
+        .map(|text| parse_name(&text, table, key, name))
+        .transpose()
+}
+
+fn trial_row(r: &Row<'_>) -> Result<TrialRow> {
+    let key: String = r.get(0)?;
+    let k = key.as_str();
+    Ok(TrialRow {
+        experiment: r.get(1)?,
+        task: column(r, 2, "trials", k, "task")?,
+        layout_index: r.get(3)?,
+        layout_seed: parse_u64(r.get::<_, String>(4)?),
+        trial_seed: parse_u64(r.get::<_, String>(5)?),
+        condition: column(r, 6, "trials", k, "condition")?,
+        fault: optional_column(r, 7, "trials", k, "fault")?,
+        stage: optional_column(r, 8, "trials", k, "stage")?,
+        fired: r.get(9)?,
+        witness: r.get(10)?,
+        decision_source: r.get(11)?,
+        reply: r.get(12)?,
+        actions: r.get(13)?,
+        executed: r.get(14)?,
+        tool_message: r.get(15)?,
+        observation_text: r.get(16)?,
+        before_png: r.get(17)?,
+        after_png: r.get(18)?,
+        evidence: r.get(19)?,
+        truth_achieved: r.get(20)?,
+        truth_detail: r.get(21)?,
+        ledger: r.get(22)?,
+        duration_ms: r.get(23)?,
+        layer: optional_column(r, 24, "trials", k, "layer")?,
+        not_fired_reason: r.get(25)?,
+        trial_key: key,
+    })
+}
+
+fn verdict_row(r: &Row<'_>) -> Result<VerdictRow> {
+    let key: String = r.get(0)?;
+    let policy: String = r.get(1)?;
+    Ok(VerdictRow {
+        verdict: column(
+            r,
+            2,
+            "verdicts",
+            &format!("{key}` policy `{policy}"),
+            "verdict",
+        )?,
+        trial_key: key,
+        policy,
+        message: r.get(3)?,
+    })
+}
+
+fn episode_row(r: &Row<'_>) -> Result<EpisodeRow> {
+    let key: String = r.get(0)?;
+    let k = key.as_str();
+    let first_verdict: String = r.get(18)?;
+    Ok(EpisodeRow {
+        task: column(r, 1, "episodes", k, "task")?,
+        fault: column(r, 2, "episodes", k, "fault")?,
+        stage: column(r, 3, "episodes", k, "stage")?,
+        layer: column(r, 4, "episodes", k, "layer")?,
+        policy: r.get(5)?,
+        agent: r.get(6)?,
+        run: r.get(7)?,
+        layout_index: r.get(8)?,
+        layout_seed: parse_u64(r.get::<_, String>(9)?),
+        episode_seed: parse_u64(r.get::<_, String>(10)?),
+        fired: r.get(11)?,
+        success: r.get(12)?,
+        truth_detail: r.get(13)?,
+        browser_actions: r.get(14)?,
+        steps: r.get(15)?,
+        stop_reason: column(r, 16, "episodes", k, "stop_reason")?,
+        detected_at_first_step: r.get(17)?,
+        first_verdict: match first_verdict.as_str() {
+            "none" => None,
+            text => Some(parse_name(text, "episodes", k, "first_verdict")?),
+        },
+        error: r.get(19)?,
+        model_calls: r.get(20)?,
+        prompt_tokens: r.get(21)?,
+        completion_tokens: r.get(22)?,
+        ledger: r.get(23)?,
+        duration_ms: r.get(24)?,
+        episode_key: key,
+    })
+}
+
+fn step_row(r: &Row<'_>) -> Result<EpisodeStepRow> {
+    let key: String = r.get(0)?;
+    let step: u32 = r.get(1)?;
+    Ok(EpisodeStepRow {
+        verdict: optional_column(r, 9, "episode_steps", &format!("{key}#{step}"), "verdict")?,
+        episode_key: key,
+        step,
+        source: r.get(2)?,
+        reply: r.get(3)?,
+        parse_error: r.get(4)?,
+        actions: r.get(5)?,
+        executed: r.get(6)?,
+        browser_actions: r.get(7)?,
+        tool_message: r.get(8)?,
+        policy_message: r.get(10)?,
+        observation_text: r.get(11)?,
+        screenshot: r.get(12)?,
+        witness: r.get(13)?,
+        truth_achieved: r.get(14)?,
+        truth_detail: r.get(15)?,
+        ledger_events: r.get(16)?,
+        usage: r.get(17)?,
+    })
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -631,7 +708,7 @@ pub(crate) mod tests {
         VerdictRow {
             trial_key: key.into(),
             policy: policy.into(),
-            verdict: verdict.into(),
+            verdict: verdict.parse().unwrap(),
             message: String::new(),
         }
     }
@@ -640,13 +717,13 @@ pub(crate) mod tests {
         TrialRow {
             trial_key: key.into(),
             experiment: "detection".into(),
-            task: "grid".into(),
+            task: TaskKind::Grid,
             layout_index: 1,
             layout_seed: u64::MAX,
             trial_seed: 7,
-            condition: "faulty".into(),
-            fault: Some("execute.unscaled_coordinates".into()),
-            stage: Some("execute".into()),
+            condition: Condition::Faulty,
+            fault: Some(Fault::UnscaledCoordinates),
+            stage: Some(Stage::Execute),
             fired: Some(true),
             witness: Some("{}".into()),
             decision_source: "oracle".into(),
@@ -662,7 +739,7 @@ pub(crate) mod tests {
             truth_detail: "clicked blank".into(),
             ledger: "{}".into(),
             duration_ms: 1.0,
-            layer: Some("execution".into()),
+            layer: Some(Layer::Execution),
             not_fired_reason: None,
         }
     }
@@ -670,10 +747,10 @@ pub(crate) mod tests {
     pub(crate) fn episode(key: &str) -> EpisodeRow {
         EpisodeRow {
             episode_key: key.into(),
-            task: "frame".into(),
-            fault: "feedback.iframe_no_change".into(),
-            stage: "feedback".into(),
-            layer: "tool".into(),
+            task: TaskKind::Frame,
+            fault: Fault::IframeNoChange,
+            stage: Stage::Feedback,
+            layer: Layer::Tool,
             policy: "unverified".into(),
             agent: "scripted".into(),
             run: 0,
@@ -685,9 +762,9 @@ pub(crate) mod tests {
             truth_detail: "selected Order 7".into(),
             browser_actions: 1,
             steps: 3,
-            stop_reason: "stopped".into(),
+            stop_reason: StopReason::Stopped,
             detected_at_first_step: false,
-            first_verdict: "no_change".into(),
+            first_verdict: Some(Verdict::NoChange),
             error: None,
             model_calls: 0,
             prompt_tokens: None,
@@ -708,7 +785,7 @@ pub(crate) mod tests {
             executed: "[]".into(),
             browser_actions: 1,
             tool_message: "No change detected.".into(),
-            verdict: Some("no_change".into()),
+            verdict: Some(Verdict::NoChange),
             policy_message: Some("No change detected.".into()),
             observation_text: Some("Orders".into()),
             screenshot: Some(format!("shots/e-{step}.png")),
@@ -746,10 +823,9 @@ pub(crate) mod tests {
     fn a_bad_step_rolls_back_the_whole_episode() {
         let dir = tempfile::tempdir().unwrap();
         let mut db = ResultsDb::open(&dir.path().join("r.sqlite")).unwrap();
-        let mut bad = step("e", 1);
-        bad.verdict = Some("maybe".into());
+        // A second step 0: the step's primary key fails after the episode row went in.
         assert!(db
-            .insert_episode(&episode("e"), &[step("e", 0), bad])
+            .insert_episode(&episode("e"), &[step("e", 0), step("e", 0)])
             .is_err());
         assert_eq!(db.count("episodes").unwrap(), 0);
         assert_eq!(db.count("episode_steps").unwrap(), 0);
@@ -776,7 +852,9 @@ pub(crate) mod tests {
         let ro = ResultsDb::open_read_only(&path).unwrap();
         let trials = ro.trials().unwrap();
         assert_eq!(trials.len(), 1);
-        assert_eq!((trials[0].layer.clone(), trials[0].layout_seed), (None, 5));
+        assert_eq!((trials[0].layer, trials[0].layout_seed), (None, 5));
+        // The reference fault's own layer stands in for the one version 1 did not store.
+        assert_eq!(trials[0].fault_layer(), Some(Layer::Execution));
         assert!(ro.episodes().unwrap().is_empty());
         drop(ro);
         // Opening for writing migrates in place and keeps every stored trial.
@@ -790,7 +868,7 @@ pub(crate) mod tests {
             .unwrap()
             .into_iter()
             .find(|t| t.trial_key == "new");
-        assert_eq!(new.unwrap().layer.as_deref(), Some("execution"));
+        assert_eq!(new.unwrap().layer, Some(Layer::Execution));
     }
 
     #[test]
@@ -801,7 +879,7 @@ pub(crate) mod tests {
         let v = VerdictRow {
             trial_key: "a".into(),
             policy: "outcome".into(),
-            verdict: "fail".into(),
+            verdict: Verdict::Fail,
             message: "m".into(),
         };
         db.insert_trial(&row("a"), std::slice::from_ref(&v))
@@ -821,14 +899,40 @@ pub(crate) mod tests {
     fn a_failed_verdict_insert_rolls_back_the_trial() {
         let dir = tempfile::tempdir().unwrap();
         let mut db = ResultsDb::open(&dir.path().join("r.sqlite")).unwrap();
-        let bad = VerdictRow {
-            trial_key: "b".into(),
-            policy: "outcome".into(),
-            verdict: "maybe".into(),
-            message: String::new(),
-        };
-        assert!(db.insert_trial(&row("b"), &[bad]).is_err());
+        // Two verdicts of one policy: the verdict's primary key fails after the trial went in.
+        let v = verdict("b", "outcome", "fail");
+        assert!(db.insert_trial(&row("b"), &[v.clone(), v]).is_err());
         assert_eq!(db.count("trials").unwrap(), 0);
+    }
+
+    #[test]
+    fn an_unknown_stored_name_is_an_error_naming_table_key_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.sqlite");
+        let mut db = ResultsDb::open(&path).unwrap();
+        db.insert_trial(&row("a"), &[verdict("a", "outcome", "fail")])
+            .unwrap();
+        db.insert_episode(&episode("e"), &[step("e", 0)]).unwrap();
+        db.conn
+            .execute_batch(
+                "UPDATE trials SET layer = 'quantum'; UPDATE episodes SET fault = 'zz.mystery'; UPDATE episodes SET first_verdict = 'none';",
+            )
+            .unwrap();
+        let e = db.trials().unwrap_err().to_string();
+        assert!(
+            e.starts_with("trials `a`: column `layer` holds `quantum`: unknown layer"),
+            "{e}"
+        );
+        let e = db.episodes().unwrap_err().to_string();
+        assert!(
+            e.starts_with("episodes `e`: column `fault` holds `zz.mystery`"),
+            "{e}"
+        );
+        db.conn
+            .execute_batch("UPDATE episodes SET fault = 'feedback.iframe_no_change'")
+            .unwrap();
+        // `none` is the stored form of no first verdict.
+        assert_eq!(db.episodes().unwrap()[0].first_verdict, None);
     }
 
     #[test]

@@ -13,42 +13,32 @@
 //!   interval on the effective sample size ([`clustered_wilson`]), and paired comparisons
 //!   resample whole layouts.
 
-use crate::compare::{
-    ci_columns, derive_seed, fmt4, paired_csv_columns, paired_csv_header, paired_outcomes,
-    AnalysisConfig, PairedOutcomes,
-};
+use crate::compare::{paired_csv_columns, paired_csv_header, paired_outcomes, PairedOutcomes};
+use crate::config::AnalysisConfig;
 use crate::db::EpisodeRow;
+use crate::format::{ci_columns, csv_field, fmt4};
 use crate::stats::{clustered_wilson, ClusteredProportion, ClusteredSample};
-use crate::tables::{csv_field, policy_rank, task_rank};
+use crate::tables::policy_rank;
+use faultline_faults::Fault;
+use faultline_tasks::seed::derive_analysis;
+use faultline_tasks::{StopReason, TaskKind, Verdict};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-/// Every stop reason the schema allows, in the order tables show them.
-pub const STOP_REASONS: [&str; 6] = [
-    "stopped",
-    "answered",
-    "parse_error",
-    "over_budget",
-    "step_cap",
-    "agent_error",
-];
-
-/// Sort key of a task x fault x policy x agent cell: task rank and name, fault, policy rank
-/// and name, agent.
-type CellKey = (usize, String, String, (usize, String), String);
+/// Sort key of a task x fault x policy x agent cell: task rank, fault id, policy rank and
+/// name, agent.
+type CellKey = (usize, &'static str, (usize, String), String);
 
 fn cell_key(e: &EpisodeRow, policies: &[String]) -> CellKey {
     (
-        task_rank(&e.task),
-        e.task.clone(),
-        e.fault.clone(),
+        e.task.rank(),
+        e.fault.id(),
         policy_rank(policies, &e.policy),
         e.agent.clone(),
     )
 }
 
-/// Every episode in report order: task (search, grid, frame, chart, then others
-/// alphabetically), fault, policy (in `policies` order, then others alphabetically), agent,
+/// Every episode in report order: task ([`TaskKind::rank`]), fault id, policy (in `policies` order, then others alphabetically), agent,
 /// run, layout; the episode key breaks any remaining tie, so the order never depends on the
 /// order rows arrive in.
 pub fn episodes_in_order<'a>(
@@ -80,19 +70,19 @@ pub fn recovery_csv(episodes: &[&EpisodeRow]) -> String {
         let _ = writeln!(
             out,
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            csv_field(&e.task),
-            csv_field(&e.fault),
+            csv_field(e.task.name()),
+            csv_field(e.fault.id()),
             csv_field(&e.policy),
             e.run,
             e.layout_index,
             bit(e.success),
             e.browser_actions,
             e.steps,
-            csv_field(&e.stop_reason),
+            csv_field(e.stop_reason.name()),
             bit(e.detected_at_first_step),
             csv_field(&e.agent),
             bit(e.fired),
-            csv_field(&e.first_verdict),
+            csv_field(e.first_verdict.map_or("none", Verdict::name)),
             e.episode_seed,
         );
     }
@@ -103,8 +93,8 @@ pub fn recovery_csv(episodes: &[&EpisodeRow]) -> String {
 /// cross-table over its fired episodes, and how many did not fire.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecoveryCell {
-    pub task: String,
-    pub fault: String,
+    pub task: TaskKind,
+    pub fault: Fault,
     pub policy: String,
     pub agent: String,
     /// Episodes whose fault fired: the only ones scored.
@@ -136,8 +126,8 @@ pub fn recovery_cells(
     for e in episodes {
         let (cell, outcomes) = acc.entry(cell_key(e, policies)).or_insert_with(|| {
             let cell = RecoveryCell {
-                task: e.task.clone(),
-                fault: e.fault.clone(),
+                task: e.task,
+                fault: e.fault,
                 policy: e.policy.clone(),
                 agent: e.agent.clone(),
                 n: 0,
@@ -189,8 +179,8 @@ pub fn recovery_summary_csv(cells: &[RecoveryCell]) -> String {
         let _ = writeln!(
             out,
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            csv_field(&c.task),
-            csv_field(&c.fault),
+            csv_field(c.task.name()),
+            csv_field(c.fault.id()),
             csv_field(&c.policy),
             csv_field(&c.agent),
             c.n,
@@ -218,8 +208,8 @@ pub fn detection_recovery_csv(cells: &[RecoveryCell]) -> String {
         let _ = writeln!(
             out,
             "{},{},{},{},{},{},{},{},{}",
-            csv_field(&c.task),
-            csv_field(&c.fault),
+            csv_field(c.task.name()),
+            csv_field(c.fault.id()),
             csv_field(&c.policy),
             csv_field(&c.agent),
             c.n,
@@ -235,40 +225,36 @@ pub fn detection_recovery_csv(cells: &[RecoveryCell]) -> String {
 /// How fired episodes ended, per task x policy x agent (summed over faults).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StopReasonRow {
-    pub task: String,
+    pub task: TaskKind,
     pub policy: String,
     pub agent: String,
     /// Fired episodes.
     pub n: u64,
-    /// Counts in [`STOP_REASONS`] order.
-    pub counts: [u64; 6],
-    /// Reasons outside [`STOP_REASONS`] (the schema allows none; counted, not dropped).
-    pub other: u64,
+    /// Counts in [`StopReason::ALL`] order.
+    pub counts: [u64; StopReason::ALL.len()],
 }
 
 pub fn stop_reasons(episodes: &[EpisodeRow], policies: &[String]) -> Vec<StopReasonRow> {
-    let mut acc: BTreeMap<(usize, String, (usize, String), String), StopReasonRow> =
-        BTreeMap::new();
+    let mut acc: BTreeMap<(usize, (usize, String), String), StopReasonRow> = BTreeMap::new();
     for e in episodes.iter().filter(|e| e.fired) {
         let key = (
-            task_rank(&e.task),
-            e.task.clone(),
+            e.task.rank(),
             policy_rank(policies, &e.policy),
             e.agent.clone(),
         );
         let row = acc.entry(key).or_insert_with(|| StopReasonRow {
-            task: e.task.clone(),
+            task: e.task,
             policy: e.policy.clone(),
             agent: e.agent.clone(),
             n: 0,
-            counts: [0; 6],
-            other: 0,
+            counts: [0; StopReason::ALL.len()],
         });
         row.n += 1;
-        match STOP_REASONS.iter().position(|r| *r == e.stop_reason) {
-            Some(i) => row.counts[i] += 1,
-            None => row.other += 1,
-        }
+        let i = StopReason::ALL
+            .iter()
+            .position(|r| *r == e.stop_reason)
+            .expect("every stop reason is in ALL");
+        row.counts[i] += 1;
     }
     acc.into_values().collect()
 }
@@ -289,9 +275,9 @@ pub struct RecoveryComparison {
     pub paired: PairedOutcomes,
 }
 
-/// What a pair of episodes shares: task (rank, name), fault, agent, layout and run. Two
+/// What a pair of episodes shares: task (rank, name), fault id, agent, layout and run. Two
 /// policies' episodes with the same key saw the same page with the same fault.
-type PairKey = (usize, String, String, String, u32, u32);
+type PairKey = (usize, &'static str, &'static str, String, u32, u32);
 
 /// Every pair of policies (later minus earlier in `policies` order), per task x fault x
 /// agent and then over all tasks and faults of each agent (agents are never pooled: they
@@ -309,9 +295,9 @@ pub fn recovery_comparisons(
     let mut by_pair: BTreeMap<PairKey, BTreeMap<&str, bool>> = BTreeMap::new();
     for e in episodes.iter().filter(|e| e.fired) {
         let key = (
-            task_rank(&e.task),
-            e.task.clone(),
-            e.fault.clone(),
+            e.task.rank(),
+            e.task.name(),
+            e.fault.id(),
             e.agent.clone(),
             e.layout_index,
             e.run,
@@ -324,14 +310,14 @@ pub fn recovery_comparisons(
     let mut present: Vec<&str> = episodes.iter().map(|e| e.policy.as_str()).collect();
     present.sort_by_key(|p| policy_rank(policies, p));
     present.dedup();
-    let cells: BTreeSet<(usize, String, String, String)> = by_pair
+    let cells: BTreeSet<(usize, &str, &str, String)> = by_pair
         .keys()
-        .map(|k| (k.0, k.1.clone(), k.2.clone(), k.3.clone()))
+        .map(|k| (k.0, k.1, k.2, k.3.clone()))
         .collect();
     let agents: BTreeSet<&str> = by_pair.keys().map(|k| k.3.as_str()).collect();
     let mut scopes: Vec<(&str, String, String, String)> = cells
         .into_iter()
-        .map(|(_, task, fault, agent)| ("cell", task, fault, agent))
+        .map(|(_, task, fault, agent)| ("cell", task.to_string(), fault.to_string(), agent))
         .collect();
     scopes.extend(
         agents
@@ -344,14 +330,14 @@ pub fn recovery_comparisons(
             |k: &PairKey| k.3 == *agent && (*scope == "all" || (k.1 == *task && k.2 == *fault));
         for (i, a) in present.iter().enumerate() {
             for b in &present[i + 1..] {
-                let rows: Vec<((String, u32), bool, bool)> = by_pair
+                let rows: Vec<((&str, u32), bool, bool)> = by_pair
                     .iter()
                     .filter(|(k, _)| in_scope(k))
                     .filter_map(|(k, success)| {
-                        Some(((k.1.clone(), k.4), *success.get(a)?, *success.get(b)?))
+                        Some(((k.1, k.4), *success.get(a)?, *success.get(b)?))
                     })
                     .collect();
-                let seed = derive_seed(
+                let seed = derive_analysis(
                     cfg.seed,
                     &format!("recovery/{scope}/{task}/{fault}/{agent}/{a}/{b}"),
                 );
@@ -456,13 +442,12 @@ pub(crate) mod tests {
                 out.push(ep("unverified", layout, run, false));
                 let mut o = ep("outcome", layout, run, layout != 3);
                 o.detected_at_first_step = true;
-                o.first_verdict = "success".into();
+                o.first_verdict = Some(Verdict::Success);
                 o.stop_reason = if layout == 3 {
-                    "over_budget"
+                    StopReason::OverBudget
                 } else {
-                    "stopped"
-                }
-                .into();
+                    StopReason::Stopped
+                };
                 out.push(o);
             }
         }
@@ -477,9 +462,9 @@ pub(crate) mod tests {
     #[test]
     fn episodes_are_ordered_by_task_fault_policy_agent_run_layout() {
         let mut grid = ep("outcome", 0, 0, true);
-        grid.task = "grid".into();
+        grid.task = TaskKind::Grid;
         let mut other = ep("unverified", 0, 0, true);
-        other.task = "aaa".into();
+        other.task = TaskKind::Select;
         let episodes = vec![
             other,
             ep("outcome", 1, 0, true),
@@ -490,7 +475,7 @@ pub(crate) mod tests {
         ];
         let order: Vec<(String, String, u32, u32)> = episodes_in_order(&episodes, &policies())
             .iter()
-            .map(|e| (e.task.clone(), e.policy.clone(), e.run, e.layout_index))
+            .map(|e| (e.task.to_string(), e.policy.clone(), e.run, e.layout_index))
             .collect();
         let want = [
             ("grid", "outcome", 0, 0),
@@ -498,7 +483,7 @@ pub(crate) mod tests {
             ("frame", "outcome", 0, 0),
             ("frame", "outcome", 0, 1),
             ("frame", "outcome", 1, 0),
-            ("aaa", "unverified", 0, 0),
+            ("select", "unverified", 0, 0),
         ];
         let want: Vec<_> = want
             .iter()
@@ -511,10 +496,10 @@ pub(crate) mod tests {
     fn recovery_csv_has_the_documented_columns_and_rows() {
         let mut e = ep("outcome", 2, 1, true);
         e.detected_at_first_step = true;
-        e.first_verdict = "success".into();
+        e.first_verdict = Some(Verdict::Success);
         let mut nf = ep("unverified", 0, 0, false);
         nf.fired = false;
-        nf.stop_reason = "parse_error".into();
+        nf.stop_reason = StopReason::ParseError;
         let episodes = vec![e, nf];
         assert_eq!(
             recovery_csv(&episodes_in_order(&episodes, &policies())),
@@ -634,10 +619,7 @@ pub(crate) mod tests {
         let rows = stop_reasons(&experiment(), &policies());
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[1].policy, "outcome");
-        assert_eq!(
-            (rows[1].n, rows[1].counts, rows[1].other),
-            (12, [9, 0, 0, 3, 0, 0], 0)
-        );
+        assert_eq!((rows[1].n, rows[1].counts), (12, [9, 0, 0, 3, 0, 0]));
         assert_eq!((rows[0].n, rows[0].counts[0]), (12, 12));
     }
 
@@ -667,7 +649,7 @@ pub(crate) mod tests {
         assert_eq!((d.point, d.clusters), (0.75, Some(4)));
         assert_eq!(
             d.seed,
-            Some(derive_seed(
+            Some(derive_analysis(
                 cfg.seed,
                 "recovery/cell/frame/feedback.iframe_no_change/scripted/unverified/outcome"
             ))

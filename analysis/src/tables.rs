@@ -10,25 +10,31 @@
 //! - On a working trial, a *false alarm* is a verdict other than `Success` on a trial
 //!   where the ledger confirms the outcome.
 //!
-//! Rows about faults are ordered by the catalogue's layer ([`LAYERS`], unknown layers
-//! last), then the fault id, then the task ([`task_rank`]), then the policy (run order).
-//! A trial's layer is the stored one; version-1 databases store none, and their four
-//! reference faults get theirs from the stage ([`trial_layer`]).
+//! Rows about faults are ordered by the catalogue's layer ([`Layer::ALL`]), then the fault
+//! id, then the task ([`TaskKind::rank`]), then the policy (run order, then others by
+//! name). A trial's layer is [`TrialRow::fault_layer`]: the stored one, or in a version-1
+//! database (which stores none) the fault's own.
+//!
+//! The tables are computed here; their CSV text is written by the functions at the end of
+//! this file, their Markdown by [`crate::report`].
 
-use crate::compare::{ci_columns, fmt4, AnalysisConfig};
+use crate::config::AnalysisConfig;
 use crate::db::{TrialRow, VerdictRow};
+use crate::format::{ci_columns, csv_field, fmt4};
 use crate::stats::{clustered_wilson, ClusteredProportion, ClusteredSample};
+use faultline_faults::{Fault, Layer, Stage};
+use faultline_tasks::{Condition, TaskKind, Verdict};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 /// One row of `detection.csv`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DetectionRow {
-    pub fault: String,
-    pub stage: String,
-    /// The fault's catalogue layer ([`trial_layer`]).
-    pub layer: String,
-    pub task: String,
+    pub fault: Fault,
+    pub stage: Stage,
+    /// The fault's catalogue layer ([`TrialRow::fault_layer`]).
+    pub layer: Layer,
+    pub task: TaskKind,
     pub policy: String,
     pub fired: u64,
     pub caught: u64,
@@ -39,7 +45,7 @@ pub struct DetectionRow {
 /// One row of `false_alarms.csv`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FalseAlarmRow {
-    pub task: String,
+    pub task: TaskKind,
     pub policy: String,
     pub n_working: u64,
     pub false_alarms: u64,
@@ -50,11 +56,11 @@ pub struct FalseAlarmRow {
 /// Firing statistics per fault and task.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FiringRow {
-    pub fault: String,
-    pub stage: String,
-    /// The fault's catalogue layer ([`trial_layer`]).
-    pub layer: String,
-    pub task: String,
+    pub fault: Fault,
+    pub stage: Stage,
+    /// The fault's catalogue layer ([`TrialRow::fault_layer`]).
+    pub layer: Layer,
+    pub task: TaskKind,
     pub faulty_trials: u64,
     pub fired: u64,
     pub not_fired: u64,
@@ -68,7 +74,7 @@ pub struct FiringRow {
 /// tasks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LayerRow {
-    pub layer: String,
+    pub layer: Layer,
     pub policy: String,
     /// Distinct faults of the layer with fired trials judged by the policy.
     pub faults: usize,
@@ -86,63 +92,15 @@ pub struct LayerRow {
 /// each policy did on the trials where it fired.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CatalogueRow {
-    pub layer: String,
-    pub fault: String,
+    pub layer: Layer,
+    pub fault: Fault,
     /// The tasks it had faulty trials on, in task order.
-    pub tasks: Vec<String>,
+    pub tasks: Vec<TaskKind>,
     pub faulty_trials: u64,
     pub fired: u64,
     /// `(caught, fired)` for each policy, in the order the policies were given; `fired`
     /// counts the fired trials the policy judged.
     pub by_policy: Vec<(u64, u64)>,
-}
-
-/// The catalogue's ten layers, in report order.
-pub const LAYERS: [&str; 10] = [
-    "transport",
-    "http",
-    "resource",
-    "overlay",
-    "layout",
-    "dom",
-    "execution",
-    "semantic",
-    "tool",
-    "self_report",
-];
-
-/// The layer of a faulty trial whose row stores none and whose stage is not one of the
-/// four reference stages.
-pub const UNKNOWN_LAYER: &str = "unknown";
-
-/// A layer's place in [`LAYERS`]; unknown layers last.
-pub(crate) fn layer_rank(layer: &str) -> usize {
-    LAYERS
-        .iter()
-        .position(|l| *l == layer)
-        .unwrap_or(usize::MAX)
-}
-
-/// A trial's catalogue layer: the stored one, or, in a version-1 database (no layer
-/// column values), the reference mapping of the four stage faults' stages (`parse`,
-/// `feedback`, `observe` are the harness's own tool, `execute` is execution), else
-/// [`UNKNOWN_LAYER`].
-pub fn trial_layer(t: &TrialRow) -> String {
-    match (t.layer.as_deref(), t.stage.as_deref()) {
-        (Some(layer), _) => layer.to_string(),
-        (None, Some("parse" | "feedback" | "observe")) => "tool".into(),
-        (None, Some("execute")) => "execution".into(),
-        (None, _) => UNKNOWN_LAYER.into(),
-    }
-}
-
-/// Tasks in the order of the task catalogue, then any others alphabetically (with the
-/// name as the second key).
-pub(crate) fn task_rank(task: &str) -> usize {
-    ["search", "grid", "frame", "chart", "form", "select"]
-        .iter()
-        .position(|s| *s == task)
-        .unwrap_or(usize::MAX)
 }
 
 /// Policies in the order given, then any others alphabetically.
@@ -153,17 +111,11 @@ pub(crate) fn policy_rank(order: &[String], policy: &str) -> (usize, String) {
     )
 }
 
-/// Sort key of a fault x task row: layer rank and name, fault, task rank and name.
-pub(crate) type FaultTaskKey = (usize, String, String, usize, String);
+/// Sort key of a fault x task row: layer rank, fault id, task rank.
+pub(crate) type FaultTaskKey = (usize, &'static str, usize);
 
-pub(crate) fn fault_task_key(layer: &str, fault: &str, task: &str) -> FaultTaskKey {
-    (
-        layer_rank(layer),
-        layer.to_string(),
-        fault.to_string(),
-        task_rank(task),
-        task.to_string(),
-    )
+pub(crate) fn fault_task_key(layer: Layer, fault: Fault, task: TaskKind) -> FaultTaskKey {
+    (layer.rank(), fault.id(), task.rank())
 }
 
 /// Sort key of a detection row: the fault x task key, then the policy rank and name.
@@ -178,6 +130,39 @@ pub fn index_verdicts(verdicts: &[VerdictRow]) -> HashMap<&str, Vec<&VerdictRow>
     by_trial
 }
 
+/// The faulty trials of the detection experiment with their fault and its layer (a faulty
+/// row without a fault, which the harness never writes, is skipped).
+fn faulty_trials(trials: &[TrialRow]) -> impl Iterator<Item = (&TrialRow, Fault, Layer)> {
+    trials
+        .iter()
+        .filter(|t| t.experiment == "detection" && t.condition == Condition::Faulty)
+        .filter_map(|t| {
+            let fault = t.fault?;
+            Some((t, fault, t.fault_layer()?))
+        })
+}
+
+/// The fired faulty trials of the detection experiment, each with its verdicts (in stored
+/// order): the trials every detection table and comparison is computed on.
+pub(crate) fn detected_fired<'a>(
+    trials: &'a [TrialRow],
+    verdicts: &'a [VerdictRow],
+) -> impl Iterator<Item = (&'a TrialRow, std::vec::IntoIter<&'a VerdictRow>)> {
+    let by_trial = index_verdicts(verdicts);
+    trials
+        .iter()
+        .filter(|t| {
+            t.experiment == "detection" && t.condition == Condition::Faulty && t.fired == Some(true)
+        })
+        .map(move |t| {
+            let vs: Vec<&'a VerdictRow> = by_trial
+                .get(t.trial_key.as_str())
+                .cloned()
+                .unwrap_or_default();
+            (t, vs.into_iter())
+        })
+}
+
 /// The detection table.
 pub fn detection(
     trials: &[TrialRow],
@@ -186,23 +171,18 @@ pub fn detection(
 ) -> Vec<DetectionRow> {
     let by_trial = index_verdicts(verdicts);
     let mut acc: BTreeMap<DetectionKey, DetectionRow> = BTreeMap::new();
-    for t in trials
-        .iter()
-        .filter(|t| t.experiment == "detection" && t.condition == "faulty" && t.fired == Some(true))
-    {
-        let fault = t.fault.clone().unwrap_or_default();
-        let stage = t.stage.clone().unwrap_or_default();
-        let layer = trial_layer(t);
+    for (t, fault, layer) in faulty_trials(trials).filter(|(t, ..)| t.fired == Some(true)) {
+        let stage = t.stage.unwrap_or(fault.stage());
         for v in by_trial.get(t.trial_key.as_str()).into_iter().flatten() {
             let key = (
-                fault_task_key(&layer, &fault, &t.task),
+                fault_task_key(layer, fault, t.task),
                 policy_rank(policies, &v.policy),
             );
             let row = acc.entry(key).or_insert_with(|| DetectionRow {
-                fault: fault.clone(),
-                stage: stage.clone(),
-                layer: layer.clone(),
-                task: t.task.clone(),
+                fault,
+                stage,
+                layer,
+                task: t.task,
                 policy: v.policy.clone(),
                 fired: 0,
                 caught: 0,
@@ -215,7 +195,7 @@ pub fn detection(
             } else {
                 row.missed += 1;
             }
-            if v.verdict != "success" {
+            if v.verdict != Verdict::Success {
                 row.alarms += 1;
             }
         }
@@ -224,8 +204,8 @@ pub fn detection(
 }
 
 /// Whether a verdict on a fired faulty trial agrees with the ledger (see the module docs).
-fn caught(t: &TrialRow, v: &VerdictRow) -> bool {
-    (v.verdict == "success") == t.truth_achieved
+pub(crate) fn caught(t: &TrialRow, v: &VerdictRow) -> bool {
+    (v.verdict == Verdict::Success) == t.truth_achieved
 }
 
 /// Detection per layer and policy: every fired faulty trial of the layer's faults and tasks
@@ -240,38 +220,31 @@ pub fn layers(
     policies: &[String],
     cfg: &AnalysisConfig,
 ) -> Vec<LayerRow> {
-    type Cluster = (String, u32);
+    /// A (task name, layout index) cluster: the name orders the clusters.
+    type Cluster = (&'static str, u32);
     struct Acc {
-        layer: String,
+        layer: Layer,
         policy: String,
-        faults: BTreeSet<String>,
-        tasks: BTreeSet<String>,
+        faults: BTreeSet<Fault>,
+        tasks: BTreeSet<TaskKind>,
         outcomes: Vec<(Cluster, f64)>,
     }
     let by_trial = index_verdicts(verdicts);
-    let mut acc: BTreeMap<(usize, String, (usize, String)), Acc> = BTreeMap::new();
-    for t in trials
-        .iter()
-        .filter(|t| t.experiment == "detection" && t.condition == "faulty" && t.fired == Some(true))
-    {
-        let layer = trial_layer(t);
+    let mut acc: BTreeMap<(usize, (usize, String)), Acc> = BTreeMap::new();
+    for (t, fault, layer) in faulty_trials(trials).filter(|(t, ..)| t.fired == Some(true)) {
         for v in by_trial.get(t.trial_key.as_str()).into_iter().flatten() {
-            let key = (
-                layer_rank(&layer),
-                layer.clone(),
-                policy_rank(policies, &v.policy),
-            );
+            let key = (layer.rank(), policy_rank(policies, &v.policy));
             let a = acc.entry(key).or_insert_with(|| Acc {
-                layer: layer.clone(),
+                layer,
                 policy: v.policy.clone(),
                 faults: BTreeSet::new(),
                 tasks: BTreeSet::new(),
                 outcomes: Vec::new(),
             });
-            a.faults.insert(t.fault.clone().unwrap_or_default());
-            a.tasks.insert(t.task.clone());
+            a.faults.insert(fault);
+            a.tasks.insert(t.task);
             a.outcomes.push((
-                (t.task.clone(), t.layout_index),
+                (t.task.name(), t.layout_index),
                 f64::from(u8::from(caught(t, v))),
             ));
         }
@@ -303,19 +276,15 @@ pub fn false_alarms(
     policies: &[String],
 ) -> Vec<FalseAlarmRow> {
     let by_trial = index_verdicts(verdicts);
-    let mut acc: BTreeMap<(usize, String, (usize, String)), FalseAlarmRow> = BTreeMap::new();
+    let mut acc: BTreeMap<(usize, (usize, String)), FalseAlarmRow> = BTreeMap::new();
     for t in trials
         .iter()
-        .filter(|t| t.experiment == "detection" && t.condition == "working")
+        .filter(|t| t.experiment == "detection" && t.condition == Condition::Working)
     {
         for v in by_trial.get(t.trial_key.as_str()).into_iter().flatten() {
-            let key = (
-                task_rank(&t.task),
-                t.task.clone(),
-                policy_rank(policies, &v.policy),
-            );
+            let key = (t.task.rank(), policy_rank(policies, &v.policy));
             let row = acc.entry(key).or_insert_with(|| FalseAlarmRow {
-                task: t.task.clone(),
+                task: t.task,
                 policy: v.policy.clone(),
                 n_working: 0,
                 false_alarms: 0,
@@ -324,7 +293,7 @@ pub fn false_alarms(
             row.n_working += 1;
             if !t.truth_achieved {
                 row.outcome_failed += 1;
-            } else if v.verdict != "success" {
+            } else if v.verdict != Verdict::Success {
                 row.false_alarms += 1;
             }
         }
@@ -336,21 +305,16 @@ pub fn false_alarms(
 /// stored reasons (the catalogue's explanation of when the fault cannot fire).
 pub fn firing(trials: &[TrialRow]) -> Vec<FiringRow> {
     let mut acc: BTreeMap<FaultTaskKey, (FiringRow, BTreeSet<String>)> = BTreeMap::new();
-    for t in trials
-        .iter()
-        .filter(|t| t.experiment == "detection" && t.condition == "faulty")
-    {
-        let fault = t.fault.clone().unwrap_or_default();
-        let stage = t.stage.clone().unwrap_or_default();
-        let layer = trial_layer(t);
+    for (t, fault, layer) in faulty_trials(trials) {
+        let stage = t.stage.unwrap_or(fault.stage());
         let (row, reasons) = acc
-            .entry(fault_task_key(&layer, &fault, &t.task))
+            .entry(fault_task_key(layer, fault, t.task))
             .or_insert_with(|| {
                 let row = FiringRow {
-                    fault: fault.clone(),
-                    stage: stage.clone(),
-                    layer: layer.clone(),
-                    task: t.task.clone(),
+                    fault,
+                    stage,
+                    layer,
+                    task: t.task,
                     faulty_trials: 0,
                     fired: 0,
                     not_fired: 0,
@@ -388,14 +352,14 @@ pub fn catalogue(
     detection: &[DetectionRow],
     policies: &[String],
 ) -> Vec<CatalogueRow> {
-    let key = |layer: &str, fault: &str| (layer_rank(layer), layer.to_string(), fault.to_string());
-    let mut acc: BTreeMap<(usize, String, String), CatalogueRow> = BTreeMap::new();
+    let key = |layer: Layer, fault: Fault| (layer.rank(), fault.id());
+    let mut acc: BTreeMap<(usize, &str), CatalogueRow> = BTreeMap::new();
     for f in firing {
         let row = acc
-            .entry(key(&f.layer, &f.fault))
+            .entry(key(f.layer, f.fault))
             .or_insert_with(|| CatalogueRow {
-                layer: f.layer.clone(),
-                fault: f.fault.clone(),
+                layer: f.layer,
+                fault: f.fault,
                 tasks: Vec::new(),
                 faulty_trials: 0,
                 fired: 0,
@@ -403,14 +367,14 @@ pub fn catalogue(
             });
         // Firing rows come in task order within a fault.
         if !row.tasks.contains(&f.task) {
-            row.tasks.push(f.task.clone());
+            row.tasks.push(f.task);
         }
         row.faulty_trials += f.faulty_trials;
         row.fired += f.fired;
     }
     for d in detection {
         let (Some(row), Some(i)) = (
-            acc.get_mut(&key(&d.layer, &d.fault)),
+            acc.get_mut(&key(d.layer, d.fault)),
             policies.iter().position(|p| *p == d.policy),
         ) else {
             continue;
@@ -419,15 +383,6 @@ pub fn catalogue(
         row.by_policy[i].1 += d.fired;
     }
     acc.into_values().collect()
-}
-
-/// Quotes a CSV field when needed (RFC 4180).
-pub fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
 }
 
 /// `detection.csv`; the interval is on caught/fired. `layer` comes last, so the columns
@@ -440,16 +395,16 @@ pub fn detection_csv(rows: &[DetectionRow], cfg: &AnalysisConfig) -> String {
         let _ = writeln!(
             out,
             "{},{},{},{},{},{},{},{},{},{}",
-            csv_field(&r.fault),
-            csv_field(&r.stage),
-            csv_field(&r.task),
+            csv_field(r.fault.id()),
+            csv_field(r.stage.name()),
+            csv_field(r.task.name()),
             csv_field(&r.policy),
             r.fired,
             r.caught,
             r.missed,
             r.alarms,
             ci_columns(cfg.proportion(r.caught, r.fired).as_ref()),
-            csv_field(&r.layer),
+            csv_field(r.layer.name()),
         );
     }
     out
@@ -468,7 +423,7 @@ pub fn layers_csv(rows: &[LayerRow]) -> String {
         let _ = writeln!(
             out,
             "{},{},{},{},{},{},{},{},{},{},{},{}",
-            csv_field(&r.layer),
+            csv_field(r.layer.name()),
             csv_field(&r.policy),
             r.faults,
             r.tasks,
@@ -493,7 +448,7 @@ pub fn false_alarms_csv(rows: &[FalseAlarmRow], cfg: &AnalysisConfig) -> String 
         let _ = writeln!(
             out,
             "{},{},{},{},{}",
-            csv_field(&r.task),
+            csv_field(r.task.name()),
             csv_field(&r.policy),
             r.n_working,
             r.false_alarms,
@@ -507,7 +462,7 @@ pub fn false_alarms_csv(rows: &[FalseAlarmRow], cfg: &AnalysisConfig) -> String 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::db::tests::{row, verdict};
 
@@ -558,11 +513,11 @@ mod tests {
     #[test]
     fn false_alarms_count_only_confirmed_outcomes() {
         let mut ok = row("w1");
-        ok.condition = "working".into();
+        ok.condition = Condition::Working;
         ok.fired = None;
         ok.truth_achieved = true;
         let mut broken = row("w2");
-        broken.condition = "working".into();
+        broken.condition = Condition::Working;
         broken.fired = None;
         broken.truth_achieved = false;
         let verdicts = vec![
@@ -585,21 +540,25 @@ mod tests {
     }
 
     /// A fired faulty trial of `fault` on `task` with the given stored layer and stage.
-    fn faulty(key: &str, fault: &str, stage: &str, layer: Option<&str>, task: &str) -> TrialRow {
+    pub(crate) fn faulty(
+        key: &str,
+        fault: &str,
+        stage: &str,
+        layer: Option<&str>,
+        task: &str,
+    ) -> TrialRow {
         let mut t = row(key);
-        t.fault = Some(fault.into());
-        t.stage = Some(stage.into());
-        t.layer = layer.map(str::to_string);
-        t.task = task.into();
+        t.fault = Some(fault.parse().unwrap());
+        t.stage = Some(stage.parse().unwrap());
+        t.layer = layer.map(|l| l.parse().unwrap());
+        t.task = task.parse().unwrap();
         t
     }
 
     #[test]
     fn rows_are_ordered_by_layer_fault_task_and_policy() {
         let trials = vec![
-            faulty("a", "zz.mystery", "observe", Some("quantum"), "grid"),
             faulty("b", "tool.wrong_feedback", "feedback", Some("tool"), "form"),
-            faulty("c", "dom.stale_element", "execute", Some("dom"), "other"),
             faulty("d", "dom.stale_element", "execute", Some("dom"), "select"),
             faulty("e", "dom.stale_element", "execute", Some("dom"), "form"),
             faulty("f", "dom.stale_element", "execute", Some("dom"), "search"),
@@ -628,20 +587,18 @@ mod tests {
             ("dom", "dom.stale_element", "search"),
             ("dom", "dom.stale_element", "form"),
             ("dom", "dom.stale_element", "select"),
-            ("dom", "dom.stale_element", "other"),
             ("execution", "execute.unscaled_coordinates", "grid"),
             ("tool", "parse.token_leak", "search"),
             ("tool", "tool.wrong_feedback", "form"),
-            ("quantum", "zz.mystery", "grid"),
         ];
         let rows = detection(&trials, &verdicts, &policies);
         let got: Vec<_> = rows
             .iter()
             .map(|r| {
                 (
-                    r.layer.as_str(),
-                    r.fault.as_str(),
-                    r.task.as_str(),
+                    r.layer.name(),
+                    r.fault.id(),
+                    r.task.name(),
                     r.policy.as_str(),
                 )
             })
@@ -653,44 +610,34 @@ mod tests {
         assert_eq!(got, want);
         let fired: Vec<_> = firing(&trials)
             .iter()
-            .map(|r| (r.layer.clone(), r.fault.clone(), r.task.clone()))
+            .map(|r| (r.layer.to_string(), r.fault.to_string(), r.task.to_string()))
             .collect();
         let want: Vec<_> = expected
             .iter()
             .map(|&(l, f, t)| (l.to_string(), f.to_string(), t.to_string()))
             .collect();
         assert_eq!(fired, want);
-        // Tasks: the catalogue's six in order, then others.
-        let ranks: Vec<_> = ["search", "grid", "frame", "chart", "form", "select", "x"]
-            .iter()
-            .map(|t| task_rank(t))
-            .collect();
-        assert!(ranks.windows(2).all(|w| w[0] < w[1]), "{ranks:?}");
     }
 
     #[test]
-    fn a_trial_without_a_stored_layer_takes_its_stage_s_reference_layer() {
+    fn a_trial_without_a_stored_layer_takes_its_fault_s_layer() {
         let mut t = row("v1");
         t.layer = None;
-        for (stage, layer) in [
-            ("parse", "tool"),
-            ("feedback", "tool"),
-            ("observe", "tool"),
-            ("execute", "execution"),
-            ("dispatch", UNKNOWN_LAYER),
+        // The four reference faults of version 1: their stage's reference layer.
+        for (fault, layer) in [
+            (Fault::TokenLeak, Layer::Tool),
+            (Fault::IframeNoChange, Layer::Tool),
+            (Fault::CaptureBeforeTooltip, Layer::Tool),
+            (Fault::UnscaledCoordinates, Layer::Execution),
         ] {
-            t.stage = Some(stage.into());
-            assert_eq!(trial_layer(&t), layer, "stage {stage}");
+            t.fault = Some(fault);
+            assert_eq!(t.fault_layer(), Some(layer), "{fault}");
         }
-        t.stage = None;
-        assert_eq!(trial_layer(&t), UNKNOWN_LAYER);
-        // A stored layer wins over the stage.
-        t.stage = Some("parse".into());
-        t.layer = Some("self_report".into());
-        assert_eq!(trial_layer(&t), "self_report");
-        assert_eq!(layer_rank("transport"), 0);
-        assert_eq!(layer_rank("self_report"), 9);
-        assert_eq!(layer_rank(UNKNOWN_LAYER), usize::MAX);
+        // A stored layer wins; a working trial has none.
+        t.layer = Some(Layer::SelfReport);
+        assert_eq!(t.fault_layer(), Some(Layer::SelfReport));
+        (t.fault, t.layer) = (None, None);
+        assert_eq!(t.fault_layer(), None);
     }
 
     #[test]
@@ -745,13 +692,13 @@ mod tests {
         let mut trials = Vec::new();
         let mut verdicts = Vec::new();
         for (key, fault, task, layout, outcome_caught) in [
-            ("g0a", "dom.a", "grid", 0, true),
-            ("g0b", "dom.b", "grid", 0, true),
-            ("g1a", "dom.a", "grid", 1, false),
-            ("g1b", "dom.b", "grid", 1, false),
-            ("f0a", "dom.a", "form", 0, true),
-            ("f0b", "dom.b", "form", 0, true),
-            ("f1a", "dom.a", "form", 1, true),
+            ("g0a", "dom.stale_element", "grid", 0, true),
+            ("g0b", "dom.duplicate_label", "grid", 0, true),
+            ("g1a", "dom.stale_element", "grid", 1, false),
+            ("g1b", "dom.duplicate_label", "grid", 1, false),
+            ("f0a", "dom.stale_element", "form", 0, true),
+            ("f0b", "dom.duplicate_label", "form", 0, true),
+            ("f1a", "dom.stale_element", "form", 1, true),
         ] {
             let mut t = faulty(key, fault, "execute", Some("dom"), task);
             t.layout_index = layout;
@@ -763,12 +710,12 @@ mod tests {
         }
         // Neither a fault that did not fire nor a working trial counts, whatever their
         // verdicts say.
-        let mut quiet = faulty("q", "dom.c", "execute", Some("dom"), "select");
+        let mut quiet = faulty("q", "dom.shadow_root", "execute", Some("dom"), "select");
         quiet.fired = Some(false);
         trials.push(quiet);
         verdicts.push(verdict("q", "outcome", "fail"));
-        let mut working = faulty("w", "dom.a", "execute", Some("dom"), "grid");
-        (working.condition, working.fired) = ("working".into(), None);
+        let mut working = faulty("w", "dom.stale_element", "execute", Some("dom"), "grid");
+        (working.condition, working.fired) = (Condition::Working, None);
         trials.push(working);
         verdicts.push(verdict("w", "outcome", "fail"));
         // A second layer, from a version-1 row.
@@ -782,7 +729,7 @@ mod tests {
         let rows = layers(&trials, &verdicts, &policies, &cfg);
         let keys: Vec<_> = rows
             .iter()
-            .map(|r| (r.layer.as_str(), r.policy.as_str()))
+            .map(|r| (r.layer.name(), r.policy.as_str()))
             .collect();
         assert_eq!(
             keys,
@@ -910,17 +857,17 @@ mod tests {
             rows,
             vec![
                 CatalogueRow {
-                    layer: "transport".into(),
-                    fault: "transport.slow_response".into(),
-                    tasks: vec!["form".into()],
+                    layer: Layer::Transport,
+                    fault: Fault::SlowResponse,
+                    tasks: vec![TaskKind::Form],
                     faulty_trials: 1,
                     fired: 0,
                     by_policy: vec![(0, 0), (0, 0)],
                 },
                 CatalogueRow {
-                    layer: "dom".into(),
-                    fault: "dom.stale_element".into(),
-                    tasks: vec!["form".into(), "select".into()],
+                    layer: Layer::Dom,
+                    fault: Fault::StaleElement,
+                    tasks: vec![TaskKind::Form, TaskKind::Select],
                     faulty_trials: 4,
                     fired: 3,
                     by_policy: vec![(0, 3), (2, 3)],

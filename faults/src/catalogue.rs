@@ -6,95 +6,48 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// A stage of the agent's action round trip.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stage {
-    Parse,
-    Execute,
-    Feedback,
-    Observe,
-}
-
-impl Stage {
-    pub const ALL: [Stage; 4] = [
-        Stage::Parse,
-        Stage::Execute,
-        Stage::Feedback,
-        Stage::Observe,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Stage::Parse => "parse",
-            Stage::Execute => "execute",
-            Stage::Feedback => "feedback",
-            Stage::Observe => "observe",
-        }
+faultline_tasks::named_enum! {
+    /// A stage of the agent's action round trip.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Stage: "stage" {
+        Parse = "parse",
+        Execute = "execute",
+        Feedback = "feedback",
+        Observe = "observe",
     }
 }
 
-impl fmt::Display for Stage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+faultline_tasks::named_enum! {
+    /// The ten layers of the anomaly catalogue, from the wire up to the agent's own claims,
+    /// in report order ([`Layer::ALL`]).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Layer: "layer" {
+        /// Bytes on the wire: delays, dropped connections, hangs.
+        Transport = "transport",
+        /// HTTP status codes: server errors, rate limits, expired sessions.
+        Http = "http",
+        /// Subresources: scripts, stylesheets, images.
+        Resource = "resource",
+        /// Things drawn over the page: banners, modals, popups.
+        Overlay = "overlay",
+        /// Geometry: moves, reorders, viewport changes.
+        Layout = "layout",
+        /// Document structure: re-renders, duplicates, shadow roots, virtualization.
+        Dom = "dom",
+        /// Input reaching (or not reaching) the page's handlers.
+        Execution = "execution",
+        /// What the page means: labels, toasts, injected instructions, locales.
+        Semantic = "semantic",
+        /// The harness's own tool: parsing, messages, captures, error handling.
+        Tool = "tool",
+        /// The agent's own claims about what it did and saw.
+        SelfReport = "self_report",
     }
-}
-
-/// The ten layers of the anomaly catalogue, from the wire up to the agent's own claims.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Layer {
-    /// Bytes on the wire: delays, dropped connections, hangs.
-    Transport,
-    /// HTTP status codes: server errors, rate limits, expired sessions.
-    Http,
-    /// Subresources: scripts, stylesheets, images.
-    Resource,
-    /// Things drawn over the page: banners, modals, popups.
-    Overlay,
-    /// Geometry: moves, reorders, viewport changes.
-    Layout,
-    /// Document structure: re-renders, duplicates, shadow roots, virtualization.
-    Dom,
-    /// Input reaching (or not reaching) the page's handlers.
-    Execution,
-    /// What the page means: labels, toasts, injected instructions, locales.
-    Semantic,
-    /// The harness's own tool: parsing, messages, captures, error handling.
-    Tool,
-    /// The agent's own claims about what it did and saw.
-    SelfReport,
 }
 
 impl Layer {
-    pub const ALL: [Layer; 10] = [
-        Layer::Transport,
-        Layer::Http,
-        Layer::Resource,
-        Layer::Overlay,
-        Layer::Layout,
-        Layer::Dom,
-        Layer::Execution,
-        Layer::Semantic,
-        Layer::Tool,
-        Layer::SelfReport,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Layer::Transport => "transport",
-            Layer::Http => "http",
-            Layer::Resource => "resource",
-            Layer::Overlay => "overlay",
-            Layer::Layout => "layout",
-            Layer::Dom => "dom",
-            Layer::Execution => "execution",
-            Layer::Semantic => "semantic",
-            Layer::Tool => "tool",
-            Layer::SelfReport => "self_report",
-        }
-    }
-
     /// The layer's position in report order.
     pub fn rank(self) -> usize {
         Layer::ALL
@@ -104,59 +57,21 @@ impl Layer {
     }
 }
 
-impl fmt::Display for Layer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Layer {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Layer::ALL
-            .into_iter()
-            .find(|l| l.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Layer::ALL.iter().map(|l| l.name()).collect();
-                format!(
-                    "unknown layer `{s}` (expected one of: {})",
-                    names.join(", ")
-                )
-            })
-    }
-}
-
-/// Where a fault is injected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mechanism {
-    /// Middleware in the fixture server: real status codes, delays, dropped connections.
-    Network,
-    /// The page itself: injected markup and scripts rendered by the fixture server.
-    Page,
-    /// The browser, through CDP (e.g. the viewport changed behind the harness's back).
-    Browser,
-    /// A hook in the harness's own round trip (parse, execute, feedback, observe).
-    Harness,
-    /// The agent's reply, rewritten before the parse stage.
-    Agent,
-}
-
-impl Mechanism {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mechanism::Network => "network",
-            Mechanism::Page => "page",
-            Mechanism::Browser => "browser",
-            Mechanism::Harness => "harness",
-            Mechanism::Agent => "agent",
-        }
-    }
-}
-
-impl fmt::Display for Mechanism {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+faultline_tasks::named_enum! {
+    /// Where a fault is injected.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Mechanism: "mechanism" {
+        /// Middleware in the fixture server: real status codes, delays, dropped connections.
+        Network = "network",
+        /// The page itself: injected markup and scripts rendered by the fixture server.
+        Page = "page",
+        /// The browser, through CDP (e.g. the viewport changed behind the harness's back).
+        Browser = "browser",
+        /// A hook in the harness's own round trip (parse, execute, feedback, observe).
+        Harness = "harness",
+        /// The agent's reply, rewritten before the parse stage.
+        Agent = "agent",
     }
 }
 

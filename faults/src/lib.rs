@@ -37,4 +37,4 @@ pub use plan::{
     NO_CHANGE_MESSAGE, RESULTS_MARKER,
 };
 pub use select::select;
-pub use witness::Witness;
+pub use witness::{UnscaledClickWitness, Witness};

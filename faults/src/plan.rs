@@ -8,7 +8,7 @@
 
 use crate::catalogue::Fault;
 use crate::site::{NetworkEffect, NetworkRule, PageMod, Route, SiteInjection};
-use crate::witness::Witness;
+use crate::witness::{UnscaledClickWitness, Witness};
 use faultline_tasks::layout::{LayoutSpec, VIEWPORT};
 use faultline_tasks::{parse_reply, seed, Action, Layout, Point, Rect, Size};
 use rand::Rng;
@@ -448,7 +448,12 @@ impl FaultPlan {
                 Some(Witness::new(
                     self.id(),
                     format!("clicked {image_point} instead of {intended}"),
-                    json!({ "image_point": image_point, "intended": intended, "executed": image_point }),
+                    serde_json::to_value(UnscaledClickWitness {
+                        image_point,
+                        intended,
+                        executed: image_point,
+                    })
+                    .expect("points serialise"),
                 )),
             ),
             _ => (intended, None),

@@ -68,14 +68,7 @@ fn select_one(sel: &str) -> Result<Vec<Fault>, String> {
             .collect());
     }
     if let Some(stage) = sel.strip_prefix("stage:") {
-        let stage = Stage::ALL
-            .into_iter()
-            .find(|s| s.name() == stage)
-            .ok_or_else(|| {
-                format!(
-                    "unknown stage `{stage}` (expected one of: parse, execute, feedback, observe)"
-                )
-            })?;
+        let stage: Stage = stage.parse()?;
         return Ok(Fault::ALL
             .iter()
             .copied()

@@ -1,7 +1,25 @@
 //! Witnesses: evidence that a fault actually changed something.
+//!
+//! [`Witness`] is what every fault stores; the fields a reader relies on are typed structs
+//! here ([`UnscaledClickWitness`]), written by the fault's hook and read back by the
+//! analysis, so both sides agree on the field names by construction.
 
+use faultline_tasks::Point;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+/// The fields of an `execute.unscaled_coordinates` witness (the report's click overlay
+/// reads them): the point in the screenshot the model asked for, the viewport point it
+/// should have become, and the point actually dispatched (the image point, unscaled).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct UnscaledClickWitness {
+    /// In screenshot (image) pixels.
+    pub image_point: Point,
+    /// In viewport pixels: the image point scaled as an honest tool would.
+    pub intended: Point,
+    /// In viewport pixels: what was dispatched.
+    pub executed: Point,
+}
 
 /// Evidence that a fault fired, stored with the trial as JSON:
 /// `{"fault": "<id>", "summary": "<one line>", ...fields}`.
@@ -48,6 +66,11 @@ impl Witness {
         self.data.get(key).and_then(Value::as_str)
     }
 
+    /// The witness's fields as a typed struct (e.g. [`UnscaledClickWitness`]).
+    pub fn fields<T: for<'de> Deserialize<'de>>(&self) -> Option<T> {
+        serde_json::from_value(Value::Object(self.data.clone())).ok()
+    }
+
     /// A number field.
     pub fn f64(&self, key: &str) -> Option<f64> {
         self.data.get(key).and_then(Value::as_f64)
@@ -71,5 +94,26 @@ mod tests {
             Witness::new("a.b", "s", json!(3)).get("value"),
             Some(&json!(3))
         );
+    }
+
+    #[test]
+    fn typed_fields_serialise_as_the_hook_always_wrote_them() {
+        let (image_point, intended) = (Point::new(100.0, 50.5), Point::new(133.0, 67.0));
+        let fields = UnscaledClickWitness {
+            image_point,
+            intended,
+            executed: image_point,
+        };
+        let typed = Witness::new("f", "s", serde_json::to_value(fields).unwrap());
+        let literal = Witness::new(
+            "f",
+            "s",
+            json!({ "image_point": image_point, "intended": intended, "executed": image_point }),
+        );
+        assert_eq!(
+            serde_json::to_string(&typed).unwrap(),
+            serde_json::to_string(&literal).unwrap()
+        );
+        assert_eq!(typed.fields::<UnscaledClickWitness>(), Some(fields));
     }
 }

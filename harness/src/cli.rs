@@ -459,7 +459,7 @@ async fn record(args: RecordArgs) -> Result<()> {
 }
 
 fn report(args: ReportArgs) -> Result<()> {
-    use faultline_analysis::compare::ProportionMethod;
+    use faultline_analysis::config::ProportionMethod;
     let db = faultline_analysis::db::ResultsDb::open_read_only(&args.database).map_err(usage)?;
     let run_dir = args
         .database

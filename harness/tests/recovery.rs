@@ -200,12 +200,12 @@ async fn model_episodes_end_as_they_should_and_replay_from_the_cassette_with_zer
         .episodes()
         .unwrap()
         .into_iter()
-        .map(|e| ((e.task.clone(), e.layout_index), e))
+        .map(|e| ((e.task.to_string(), e.layout_index), e))
         .collect();
     let ep = |task: &str, i: u32| &by_layout[&(task.to_string(), i)];
     // A feedback-only fault: the click worked, the agent stops, the ledger says success.
     assert_eq!(
-        (ep("frame", 0).stop_reason.as_str(), ep("frame", 0).success),
+        (ep("frame", 0).stop_reason.name(), ep("frame", 0).success),
         ("stopped", true)
     );
     assert_eq!(ep("frame", 0).model_calls, 1);
@@ -213,14 +213,14 @@ async fn model_episodes_end_as_they_should_and_replay_from_the_cassette_with_zer
     // 429 then success: two calls for one reply.
     assert_eq!(
         (
-            ep("frame", 1).stop_reason.as_str(),
+            ep("frame", 1).stop_reason.name(),
             ep("frame", 1).model_calls
         ),
         ("stopped", 2)
     );
     // A model that never answers: the episode ends as an agent error, with the reason.
     let hang = ep("frame", 2);
-    assert_eq!(hang.stop_reason, "agent_error");
+    assert_eq!(hang.stop_reason.name(), "agent_error");
     assert!(
         hang.error.as_deref().unwrap_or("").contains("tim"),
         "{:?}",
@@ -232,7 +232,7 @@ async fn model_episodes_end_as_they_should_and_replay_from_the_cassette_with_zer
     );
     // A malformed reply ends the episode as a parse error, stored with its reason.
     let bad = ep("grid", 0);
-    assert_eq!(bad.stop_reason, "parse_error");
+    assert_eq!(bad.stop_reason.name(), "parse_error");
     assert!(
         bad.error.as_deref().unwrap_or("").contains("line 2"),
         "{:?}",
@@ -243,14 +243,14 @@ async fn model_episodes_end_as_they_should_and_replay_from_the_cassette_with_zer
     // The budget: one two-click reply (2 of 3), then a second one is refused.
     let spend = ep("grid", 1);
     assert_eq!(
-        (spend.stop_reason.as_str(), spend.browser_actions),
+        (spend.stop_reason.name(), spend.browser_actions),
         ("over_budget", 2)
     );
     // A persistent executor fault: the same reply three times never succeeds.
     let same = ep("grid", 2);
     assert!(!same.success, "{}", same.truth_detail);
     assert_eq!(same.browser_actions, 3);
-    assert_eq!(same.stop_reason, "stopped");
+    assert_eq!(same.stop_reason.name(), "stopped");
 
     // Replay: another run from the cassette alone, against a mock that must not be called.
     let silent = ChatMock::start(|_, _| MockResponse::status(500, "must not be called"))

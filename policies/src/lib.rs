@@ -38,48 +38,8 @@ pub use evidence::{Control, Evidence, FrameSnapshot, Observation, PageState};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 
-/// The three-valued verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// The action achieved what was asked.
-    Success,
-    /// Nothing observable changed.
-    NoChange,
-    /// Something changed, but not what was asked (or the tool reported an error).
-    Fail,
-}
-
-impl Verdict {
-    pub fn name(self) -> &'static str {
-        match self {
-            Verdict::Success => "success",
-            Verdict::NoChange => "no_change",
-            Verdict::Fail => "fail",
-        }
-    }
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Verdict {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "success" => Ok(Verdict::Success),
-            "no_change" => Ok(Verdict::NoChange),
-            "fail" => Ok(Verdict::Fail),
-            _ => Err(format!("unknown verdict `{s}`")),
-        }
-    }
-}
+pub use faultline_tasks::Verdict;
 
 /// A verdict plus the message the agent would be told.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,13 +9,18 @@
 //! - [`Action`] and [`parse_reply`]: the reply grammar shared by recorded decisions and
 //!   live agents.
 //! - [`Decision`] and [`DecisionSet`]: recorded replies, stored as JSONL.
+//! - [`Condition`], [`Verdict`] and [`StopReason`]: what a trial or an episode came to,
+//!   as the harness stores it and the analysis reads it back.
 //! - [`seed`]: one root seed, every other seed derived from it by name.
+//! - [`named_enum!`]: the one definition of a simple enum's stable names.
 
 pub mod action;
 pub mod decision;
 pub mod geometry;
 pub mod instruction;
 pub mod layout;
+mod named;
+pub mod outcome;
 pub mod seed;
 
 pub use action::{parse_reply, Action, ParseError};
@@ -23,3 +28,4 @@ pub use decision::{Decision, DecisionError, DecisionSet};
 pub use geometry::{Point, Rect, Size};
 pub use instruction::{Expectation, Instruction};
 pub use layout::{ChartLayout, FrameLayout, GridItem, GridLayout, Layout, SearchLayout, TaskKind};
+pub use outcome::{Condition, StopReason, Verdict};

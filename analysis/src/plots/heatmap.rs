@@ -1,5 +1,6 @@
-//! The rate heatmap shared by [`detection_heatmap`](super::detection_heatmap) and
-//! [`false_alarm_heatmap`](super::false_alarm_heatmap).
+//! The rate heatmap: the report's detection (fault × policy, [`RateSense::HigherIsBetter`]),
+//! layer (layer × policy, the same) and false-alarm (task × policy,
+//! [`RateSense::LowerIsBetter`]) plots.
 //!
 //! Rows and columns are drawn in the order given (never sorted). Each cell shows
 //! `numerator/denominator` and the rate as a percentage, filled from a sequential

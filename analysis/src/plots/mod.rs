@@ -40,17 +40,16 @@
 //!
 //! | function | file | what |
 //! | --- | --- | --- |
-//! | [`detection_heatmap`] | `detection_heatmap.rs` | fault × policy, caught/fired |
-//! | [`false_alarm_heatmap`] | `false_alarm_heatmap.rs` | task × policy, false alarms/working trials |
+//! | [`heatmap`] | `heatmap.rs` | rows × columns of rates: fault, layer or task × policy |
 //! | [`recovery_bars`] | `recovery_bars.rs` | grouped success-rate bars with intervals |
 //! | [`forest`] | `forest.rs` | paired differences with intervals |
 //! | [`click_overlay`] | `click_overlay.rs` | intended vs clicked point over a screenshot |
 //!
-//! The two heatmaps share `heatmap.rs`; they differ only in a [`RateSense`] parameter.
+//! The report's three heatmaps (detection by fault, detection by layer, false alarms by
+//! task) are the one [`heatmap`]; they differ only in their rows and a [`RateSense`]
+//! parameter (blue where a high rate is good, red where it is bad).
 
 mod click_overlay;
-mod detection_heatmap;
-mod false_alarm_heatmap;
 mod forest;
 mod heatmap;
 mod recovery_bars;
@@ -59,8 +58,6 @@ mod tests;
 mod text;
 
 pub use click_overlay::{click_overlay, PixelPoint};
-pub use detection_heatmap::detection_heatmap;
-pub use false_alarm_heatmap::false_alarm_heatmap;
 pub use forest::{forest, ForestRow};
 pub use heatmap::{heatmap, HeatmapCell, RateSense};
 pub use recovery_bars::{recovery_bars, BarPoint};

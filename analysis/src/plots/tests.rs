@@ -142,7 +142,15 @@ fn heatmap_fixture(title: &str) -> HeatmapFixture {
 }
 
 fn detection(dir: &Path, name: &str, fx: &HeatmapFixture) -> PlotFiles {
-    detection_heatmap(&fx.cells, &fx.rows, &fx.columns, &fx.labels, dir.join(name)).unwrap()
+    heatmap(
+        &fx.cells,
+        &fx.rows,
+        &fx.columns,
+        &fx.labels,
+        RateSense::HigherIsBetter,
+        dir.join(name),
+    )
+    .unwrap()
 }
 
 fn bar_fixture() -> Vec<BarPoint> {
@@ -371,8 +379,15 @@ fn false_alarm_heatmap_uses_the_red_scale() {
         cell("checkout", "outcome", 0, 0),
     ];
     let labels = PlotLabels::new("False alarms", "policy", "task");
-    let files =
-        false_alarm_heatmap(&cells, &rows, &columns, &labels, dir.path().join("fa")).unwrap();
+    let files = heatmap(
+        &cells,
+        &rows,
+        &columns,
+        &labels,
+        RateSense::LowerIsBetter,
+        dir.path().join("fa"),
+    )
+    .unwrap();
     let img = png(&files.png);
     assert_eq!(img.dimensions(), (900, 120 + 60 * 2));
     assert_non_trivial(&img, 10_000);
@@ -400,7 +415,15 @@ fn false_alarm_heatmap_uses_the_red_scale() {
     );
 
     // The same cells as a detection heatmap are blue instead: one code path, one parameter.
-    let files = detection_heatmap(&cells, &rows, &columns, &labels, dir.path().join("d")).unwrap();
+    let files = heatmap(
+        &cells,
+        &rows,
+        &columns,
+        &labels,
+        RateSense::HigherIsBetter,
+        dir.path().join("d"),
+    )
+    .unwrap();
     let all = cell_corner_pixel(&png(&files.png), &svg_text(&files.svg), "20/20");
     assert!(bluish(all), "20/20 detection cell is {all:?}");
 }
@@ -436,7 +459,15 @@ fn heatmap_rejects_bad_cells_and_writes_nothing() {
     ];
     for (i, (cells, rows, want)) in bad.into_iter().enumerate() {
         let stem = dir.path().join(format!("bad{i}"));
-        let err = detection_heatmap(&cells, &rows, &columns, &labels, &stem).unwrap_err();
+        let err = heatmap(
+            &cells,
+            &rows,
+            &columns,
+            &labels,
+            RateSense::HigherIsBetter,
+            &stem,
+        )
+        .unwrap_err();
         assert!(matches!(err, PlotError::Input(_)), "{err:?}");
         assert!(err.to_string().contains(want), "{err} lacks {want:?}");
         assert!(!PlotFiles::from_stem(&stem).svg.exists());
@@ -456,11 +487,12 @@ fn heatmap_without_rows_or_columns_says_no_data() {
     .into_iter()
     .enumerate()
     {
-        let files = detection_heatmap(
+        let files = heatmap(
             &[],
             &rows,
             &columns,
             &labels,
+            RateSense::HigherIsBetter,
             dir.path().join(format!("e{i}")),
         )
         .unwrap();
@@ -477,11 +509,12 @@ fn heatmap_without_rows_or_columns_says_no_data() {
 #[test]
 fn heatmap_with_rows_but_no_cells_is_all_na() {
     let dir = tempfile::tempdir().unwrap();
-    let files = detection_heatmap(
+    let files = heatmap(
         &[],
         &names(&["a", "b"]),
         &names(&["x", "y"]),
         &PlotLabels::default(),
+        RateSense::HigherIsBetter,
         dir.path().join("na"),
     )
     .unwrap();
@@ -494,11 +527,12 @@ fn heatmap_with_rows_but_no_cells_is_all_na() {
 fn long_names_are_shortened_to_fit() {
     let dir = tempfile::tempdir().unwrap();
     let long = "a-very-long-fault-name-that-would-never-fit-in-the-row-label-area-of-the-heatmap";
-    let files = detection_heatmap(
+    let files = heatmap(
         &[cell(long, "x", 1, 2)],
         &names(&[long]),
         &names(&["x"]),
         &PlotLabels::new("t", "", ""),
+        RateSense::HigherIsBetter,
         dir.path().join("long"),
     )
     .unwrap();
@@ -831,7 +865,15 @@ fn render_all(dir: &Path, title: &str) -> Vec<PlotFiles> {
     let labels = PlotLabels::new(title, "x", "y");
     vec![
         detection(dir, "detection", &fx),
-        false_alarm_heatmap(&fx.cells, &fx.rows, &fx.columns, &fx.labels, dir.join("fa")).unwrap(),
+        heatmap(
+            &fx.cells,
+            &fx.rows,
+            &fx.columns,
+            &fx.labels,
+            RateSense::LowerIsBetter,
+            dir.join("fa"),
+        )
+        .unwrap(),
         recovery_bars(&bar_fixture(), &labels, dir.join("bars")).unwrap(),
         forest(&forest_fixture(), &labels, dir.join("forest")).unwrap(),
         click_overlay(
@@ -842,7 +884,15 @@ fn render_all(dir: &Path, title: &str) -> Vec<PlotFiles> {
             dir.join("overlay"),
         )
         .unwrap(),
-        detection_heatmap(&[], &[], &[], &labels, dir.join("empty")).unwrap(),
+        heatmap(
+            &[],
+            &[],
+            &[],
+            &labels,
+            RateSense::HigherIsBetter,
+            dir.join("empty"),
+        )
+        .unwrap(),
     ]
 }
 

@@ -26,29 +26,23 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// How a cassette answers a lookup.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CassetteMode {
-    /// Building a cassette: a hit is served from it (so the recorded run is exactly
-    /// what a replay gives), a miss calls the model and appends the response.
-    Record,
-    /// Offline: a hit is served, a miss is an error. No network call, ever.
-    Replay,
-    /// Development: the same lookups as `Record` (hit served, miss called and
-    /// appended), for runs that are not meant to produce a cassette.
-    Auto,
+faultline_tasks::named_enum! {
+    /// How a cassette answers a lookup.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum CassetteMode: "cassette mode" {
+        /// Building a cassette: a hit is served from it (so the recorded run is exactly
+        /// what a replay gives), a miss calls the model and appends the response.
+        Record = "record",
+        /// Offline: a hit is served, a miss is an error. No network call, ever.
+        Replay = "replay",
+        /// Development: the same lookups as `Record` (hit served, miss called and
+        /// appended), for runs that are not meant to produce a cassette.
+        Auto = "auto",
+    }
 }
 
 impl CassetteMode {
-    pub fn name(self) -> &'static str {
-        match self {
-            CassetteMode::Record => "record",
-            CassetteMode::Replay => "replay",
-            CassetteMode::Auto => "auto",
-        }
-    }
-
     /// Whether a miss may call the model.
     pub fn calls_on_miss(self) -> bool {
         !matches!(self, CassetteMode::Replay)

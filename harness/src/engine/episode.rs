@@ -52,36 +52,7 @@ impl Default for EpisodeLimits {
     }
 }
 
-/// Why an episode ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    /// The agent replied `stop()` (or a reply with nothing to do).
-    Stopped,
-    /// The agent answered.
-    Answered,
-    /// A reply could not be parsed.
-    ParseError,
-    /// A reply would have spent more browser actions than were left.
-    OverBudget,
-    /// The step cap was reached.
-    StepCap,
-    /// The agent could not reply (e.g. the model endpoint failed).
-    AgentError,
-}
-
-impl StopReason {
-    pub fn name(self) -> &'static str {
-        match self {
-            StopReason::Stopped => "stopped",
-            StopReason::Answered => "answered",
-            StopReason::ParseError => "parse_error",
-            StopReason::OverBudget => "over_budget",
-            StopReason::StepCap => "step_cap",
-            StopReason::AgentError => "agent_error",
-        }
-    }
-}
+pub use faultline_tasks::StopReason;
 
 /// One step of the transcript.
 #[derive(Debug, Clone)]

@@ -15,22 +15,7 @@ use faultline_tasks::Decision;
 use serde::Serialize;
 use std::time::Instant;
 
-/// Whether a trial runs with its fault.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Condition {
-    Faulty,
-    Working,
-}
-
-impl Condition {
-    pub fn name(self) -> &'static str {
-        match self {
-            Condition::Faulty => "faulty",
-            Condition::Working => "working",
-        }
-    }
-}
+pub use faultline_tasks::Condition;
 
 /// Everything a finished trial produced.
 pub struct TrialResult {

@@ -107,13 +107,13 @@ fn store(db: &mut ResultsDb, shots: &Path, spec: &TrialSpec, r: TrialResult) -> 
     let row = TrialRow {
         trial_key: spec.key.clone(),
         experiment: "detection".into(),
-        task: d.task.to_string(),
+        task: d.task,
         layout_index: d.layout_index,
         layout_seed: d.layout_seed,
         trial_seed: spec.trial_seed,
-        condition: condition.name().into(),
-        fault: spec.fault.map(|f| f.id().to_string()),
-        stage: spec.fault.map(|f| f.stage().to_string()),
+        condition,
+        fault: spec.fault,
+        stage: spec.fault.map(|f| f.stage()),
         fired: spec.fault.map(|_| r.witness.is_some()),
         witness: r.witness.as_ref().map(serde_json::to_string).transpose()?,
         decision_source: d.source.clone(),
@@ -129,7 +129,7 @@ fn store(db: &mut ResultsDb, shots: &Path, spec: &TrialSpec, r: TrialResult) -> 
         truth_detail: r.truth.detail,
         ledger: serde_json::to_string(&r.ledger)?,
         duration_ms: r.duration_ms,
-        layer: spec.fault.map(|f| f.layer().to_string()),
+        layer: spec.fault.map(|f| f.layer()),
         not_fired_reason: match (spec.fault, &r.witness) {
             (Some(f), None) => Some(f.spec().not_fired_when.to_string()),
             _ => None,
@@ -141,7 +141,7 @@ fn store(db: &mut ResultsDb, shots: &Path, spec: &TrialSpec, r: TrialResult) -> 
         .map(|(policy, j)| VerdictRow {
             trial_key: spec.key.clone(),
             policy: policy.clone(),
-            verdict: j.verdict.name().into(),
+            verdict: j.verdict,
             message: j.message.clone(),
         })
         .collect();

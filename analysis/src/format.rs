@@ -1,0 +1,67 @@
+//! Formatting shared by the report's writers: fixed-precision numbers, p-values, interval
+//! columns, CSV fields and Markdown cells. Every number in a table goes through here, so
+//! tables are byte-stable.
+
+use crate::stats::{ClusteredProportion, Estimate};
+
+/// Fixed-precision numbers, so tables are byte-stable.
+pub fn fmt4(x: f64) -> String {
+    format!("{x:.4}")
+}
+
+/// A p-value with its small values in scientific notation (so 2e-12 does not print as 0).
+pub fn format_p(p: f64) -> String {
+    if p != 0.0 && p < 1e-4 {
+        format!("{p:.3e}")
+    } else {
+        format!("{p:.6}")
+    }
+}
+
+/// `ci_low,ci_high,ci_method` for an optional estimate.
+pub fn ci_columns(e: Option<&Estimate>) -> String {
+    match e {
+        Some(e) => format!("{},{},{}", fmt4(e.lower), fmt4(e.upper), e.method),
+        None => ",,".into(),
+    }
+}
+
+/// Quotes a CSV field when needed (RFC 4180).
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// A Markdown table cell from free text: pipes escaped, line breaks folded.
+pub fn md_cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\r', '\n'], " ")
+}
+
+/// The `n_eff` cell of a clustered rate, marked † (and `fallback` set) when the design
+/// effect could not be estimated.
+pub fn n_eff_cell(rate: Option<&ClusteredProportion>, fallback: &mut bool) -> String {
+    match rate {
+        Some(p) if p.estimate.note.is_some() => {
+            *fallback = true;
+            format!("{:.1}†", p.n_effective)
+        }
+        Some(p) => format!("{:.1}", p.n_effective),
+        None => "–".into(),
+    }
+}
+
+/// A rate cell of the Markdown tables: `point% [lower, upper]`, or – without an estimate.
+pub fn rate_cell(e: Option<&Estimate>) -> String {
+    match e {
+        Some(e) => format!(
+            "{:.1}% [{:.1}, {:.1}]",
+            100.0 * e.point,
+            100.0 * e.lower,
+            100.0 * e.upper
+        ),
+        None => "–".into(),
+    }
+}

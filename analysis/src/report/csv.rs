@@ -1,0 +1,55 @@
+//! The CSV writer: `detection.csv`, `layers.csv`, `false_alarms.csv`, `comparisons.csv`
+//! and, when the run has episodes, the four recovery tables.
+
+use super::compute::Analysis;
+use super::{write_file, RecoveryFiles, Report, ReportFiles};
+use crate::{compare, recovery, tables};
+use anyhow::Result;
+use std::path::Path;
+
+/// Writes every CSV table.
+pub struct Csv;
+
+impl Report for Csv {
+    fn write(&self, a: &Analysis<'_>, out: &Path, files: &mut ReportFiles) -> Result<()> {
+        let cfg = &a.cfg;
+        files.detection_csv = out.join("detection.csv");
+        files.layers_csv = out.join("layers.csv");
+        files.false_alarms_csv = out.join("false_alarms.csv");
+        files.comparisons_csv = out.join("comparisons.csv");
+        write_file(
+            &files.detection_csv,
+            &tables::detection_csv(&a.detection, cfg),
+        )?;
+        write_file(&files.layers_csv, &tables::layers_csv(&a.layers))?;
+        write_file(
+            &files.false_alarms_csv,
+            &tables::false_alarms_csv(&a.false_alarms, cfg),
+        )?;
+        write_file(
+            &files.comparisons_csv,
+            &compare::comparisons_csv(&a.comparisons, cfg),
+        )?;
+        files.recovery = None;
+        if let Some(r) = &a.recovery {
+            let f = RecoveryFiles {
+                recovery_csv: out.join("recovery.csv"),
+                summary_csv: out.join("recovery_summary.csv"),
+                detection_recovery_csv: out.join("detection_recovery.csv"),
+                comparisons_csv: out.join("recovery_comparisons.csv"),
+            };
+            write_file(&f.recovery_csv, &recovery::recovery_csv(&r.episodes))?;
+            write_file(&f.summary_csv, &recovery::recovery_summary_csv(&r.cells))?;
+            write_file(
+                &f.detection_recovery_csv,
+                &recovery::detection_recovery_csv(&r.cells),
+            )?;
+            write_file(
+                &f.comparisons_csv,
+                &recovery::recovery_comparisons_csv(&r.comparisons, cfg),
+            )?;
+            files.recovery = Some(f);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,401 @@
+//! The Markdown writer: `report.md`, every table of the [`Analysis`] with how to read it,
+//! and the plots it links to.
+
+use super::compute::{short_fault, Analysis};
+use super::{write_file, Report, ReportFiles};
+use crate::compare::PairedOutcomes;
+use crate::config::ProportionMethod;
+use crate::format::{fmt4, format_p, md_cell, n_eff_cell, rate_cell};
+use crate::recovery::Recovery;
+use crate::tables::{CatalogueRow, FiringRow, LayerRow};
+use anyhow::{Context, Result};
+use faultline_tasks::StopReason;
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The note in place of the click overlay when the run has none to draw.
+pub(crate) const NO_OVERLAY: &str = "No click overlay: no fired `execute.unscaled_coordinates` trial with its screenshot was found.";
+
+/// Writes `report.md`.
+pub struct Markdown;
+
+impl Report for Markdown {
+    fn write(&self, analysis: &Analysis<'_>, out: &Path, files: &mut ReportFiles) -> Result<()> {
+        files.report_md = out.join("report.md");
+        write_file(&files.report_md, &markdown(analysis)?)
+    }
+}
+
+/// A paired comparison's Markdown cells: `n | mean A | mean B | difference [CI] | method |
+/// correlation | McNemar b/c | p`.
+fn paired_markdown_cells(p: &PairedOutcomes) -> String {
+    let (diff, method) = match &p.difference {
+        Some(d) => (
+            format!("{:+.3} [{:+.3}, {:+.3}]", d.point, d.lower, d.upper),
+            match &d.note {
+                Some(n) => format!("{} ({n})", d.method),
+                None => d.method.to_string(),
+            },
+        ),
+        None => (
+            format!("{:+.3}", p.mean_b - p.mean_a),
+            "fewer than 2 layouts: no interval".into(),
+        ),
+    };
+    format!(
+        "{} | {} | {} | {} | {} | {} | {}/{} | {}",
+        p.n,
+        fmt4(p.mean_a),
+        fmt4(p.mean_b),
+        diff,
+        method,
+        p.correlation.map(fmt4).unwrap_or_else(|| "–".into()),
+        p.mcnemar.b,
+        p.mcnemar.c,
+        format_p(p.mcnemar.p_value),
+    )
+}
+
+/// `report.md`'s text.
+pub(crate) fn markdown(s: &Analysis<'_>) -> Result<String> {
+    let cfg = &s.cfg;
+    let level = format!("{:.0}%", cfg.level.get() * 100.0);
+    let method = match cfg.proportion {
+        ProportionMethod::Wilson => "Wilson score",
+        ProportionMethod::ClopperPearson => "Clopper-Pearson",
+    };
+    let mut md = String::new();
+    md.push_str("# faultline report\n\n");
+    if let Some(m) = s.manifest {
+        let v: serde_json::Value = serde_json::from_str(m).context("meta.manifest is not JSON")?;
+        md.push_str("## Run\n\n| field | value |\n|---|---|\n");
+        for key in [
+            "faultline_version",
+            "git_commit",
+            "chromium_version",
+            "root_seed",
+            "layouts",
+            "tasks",
+            "policies",
+            "decisions",
+        ] {
+            if let Some(x) = v.get(key) {
+                let text = match x {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let _ = writeln!(md, "| {key} | `{}` |", text.replace('|', "\\|"));
+            }
+        }
+        md.push('\n');
+    }
+    let _ = writeln!(
+        md,
+        "Intervals: {level} {method} intervals for single rates; paired differences use a cluster bootstrap over layouts ({} resamples, BCa unless noted, seeds derived from {}); McNemar's exact test on discordant trials.\n",
+        cfg.resamples, cfg.seed
+    );
+
+    md.push_str("## Fault firing\n\n");
+    md.push_str("| layer | fault | stage | task | faulty trials | fired | not fired |\n|---|---|---|---|---:|---:|---:|\n");
+    for r in &s.firing {
+        let _ = writeln!(
+            md,
+            "| {} | `{}` | {} | {} | {} | {} | {} |",
+            r.layer, r.fault, r.stage, r.task, r.faulty_trials, r.fired, r.not_fired
+        );
+    }
+    md.push_str("\nHow to read it: a faulty trial *fired* when its fault left the witness its catalogue entry names (the corrupted text, the unscaled point, the held response, the rewritten message, the early capture, ...); trials whose fault did not fire are excluded from every detection table, never counted as caught or missed.\n\n");
+    let not_fired: u64 = s.firing.iter().map(|r| r.not_fired).sum();
+    if not_fired > 0 {
+        let _ = writeln!(md, "**{not_fired} faulty trial(s) did not fire** (`fired = 0` in `results.sqlite`, no witness): [Faults that did not fire](#faults-that-did-not-fire) lists them with the catalogue's reason.\n");
+    }
+
+    md.push_str("## Detection\n\n");
+    let _ = writeln!(md, "| layer | fault | task | policy | n (fired) | caught | missed | caught rate [{level} CI] | alarms |\n|---|---|---|---|---:|---:|---:|---:|---:|");
+    for r in &s.detection {
+        let _ = writeln!(
+            md,
+            "| {} | `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            r.layer,
+            r.fault,
+            r.task,
+            r.policy,
+            r.fired,
+            r.caught,
+            r.missed,
+            rate_cell(cfg.proportion(r.caught, r.fired).as_ref()),
+            r.alarms
+        );
+    }
+    md.push_str("\nHow to read it: *caught* counts fired faulty trials on which the policy's verdict agreed with the ledger (not Success when the intended outcome failed; Success when it happened despite a lying tool message); *alarms* counts verdicts other than Success whatever the truth, so a policy that alarms on everything shows many alarms but misses the feedback fault.\n\n");
+
+    layers_markdown(&mut md, &s.layers, &level);
+    catalogue_markdown(&mut md, &s.catalogue, s.policies);
+    not_fired_markdown(&mut md, &s.firing);
+
+    md.push_str("## False alarms\n\n");
+    let _ = writeln!(md, "| task | policy | n (working) | false alarms | rate [{level} CI] | outcome failed |\n|---|---|---:|---:|---:|---:|");
+    for r in &s.false_alarms {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} |",
+            r.task,
+            r.policy,
+            r.n_working,
+            r.false_alarms,
+            rate_cell(
+                cfg.proportion(r.false_alarms, r.n_working - r.outcome_failed)
+                    .as_ref()
+            ),
+            r.outcome_failed
+        );
+    }
+    md.push_str("\nHow to read it: on working trials (no fault) whose outcome the ledger confirms, a false alarm is any verdict other than Success; *outcome failed* counts working trials the ledger did not confirm, which are excluded from the rate.\n\n");
+
+    md.push_str("## Paired comparisons\n\n");
+    let _ = writeln!(md, "| scope | policies (B − A) | n | caught A | caught B | difference [{level} CI] | method | correlation | McNemar b/c | p |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|");
+    for c in &s.comparisons {
+        let _ = writeln!(
+            md,
+            "| {} | {} − {} | {} |",
+            short_fault(&c.fault),
+            c.policy_b,
+            c.policy_a,
+            paired_markdown_cells(&c.paired),
+        );
+    }
+    md.push_str("\nHow to read it: each row compares two policies on the same fired faulty trials; the difference is B's caught rate minus A's, its interval resamples whole layouts so both policies see the same resample; b counts trials only B caught, c trials only A caught, and p is McNemar's exact two-sided test on them.\n\n");
+
+    md.push_str("## Pooled caught rate per policy\n\n");
+    md.push_str("| policy | n (fired) | layouts | caught rate | naive SE | clustered SE | design effect |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    for p in &s.pooled {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            p.policy,
+            p.se.n,
+            p.se.clusters,
+            fmt4(p.se.mean),
+            fmt4(p.se.naive_se),
+            fmt4(p.se.clustered_se),
+            p.se.design_effect().map(fmt4).unwrap_or_else(|| "–".into())
+        );
+    }
+    md.push_str("\nHow to read it: every fired faulty trial pooled across faults; the clustered standard error treats each layout as a cluster (with the C/(C-1) correction), so it exceeds the naive one when trials on the same layout succeed or fail together.\n\n");
+
+    if let Some(r) = &s.recovery {
+        recovery_markdown(&mut md, r, &level);
+    }
+
+    md.push_str("## Plots\n\n");
+    md.push_str("![Detection heatmap](plots/detection_heatmap.svg)\n\nHow to read it: each cell is caught/fired for one fault and policy, summed over tasks; darker is better.\n\n");
+    md.push_str("![False-alarm heatmap](plots/false_alarm_heatmap.svg)\n\nHow to read it: each cell is false alarms out of confirmed working trials; darker red is worse.\n\n");
+    md.push_str("![Paired differences](plots/paired_differences.svg)\n\nHow to read it: one row per policy pair and scope; an interval that excludes zero is a difference the layouts support.\n\n");
+    if s.overlay.is_some() {
+        md.push_str("![Click overlay](plots/click_overlay.svg)\n\nHow to read it: the screenshot the model saw; green is where it asked to click, red is where the executor clicked when it skipped coordinate scaling.\n\n");
+    }
+    if s.overlay.is_none() {
+        let _ = writeln!(md, "{NO_OVERLAY}\n");
+    }
+    md.push_str("Every plot is also written as PNG beside its SVG.\n");
+    Ok(md)
+}
+
+/// The `## Detection by layer` section: the layers table and the layer heatmap.
+fn layers_markdown(md: &mut String, layers: &[LayerRow], level: &str) {
+    md.push_str("## Detection by layer\n\n");
+    let _ = writeln!(md, "| layer | policy | faults | tasks | n (fired) | caught | caught rate [{level} CI] | clusters | n_eff |\n|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    let mut fallback = false;
+    for r in layers {
+        let e = r.rate.as_ref().map(|p| &p.estimate);
+        let n_eff = n_eff_cell(r.rate.as_ref(), &mut fallback);
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.layer,
+            r.policy,
+            r.faults,
+            r.tasks,
+            r.fired,
+            r.caught,
+            rate_cell(e),
+            e.and_then(|e| e.clusters).unwrap_or(0),
+            n_eff,
+        );
+    }
+    md.push_str("\nHow to read it: each row pools every fired faulty trial of one layer's faults, over all their tasks, under one policy (*faults* and *tasks* count what was pooled). Trials on the same page are not independent, since the layer's faults are injected on the same task layouts and a policy tends to judge a layout alike, so each (task, layout) pair is a cluster and the interval is a Wilson score interval on the effective sample size *n_eff* = n / DEFF, the design effect DEFF = (clustered SE / naive SE)² floored at 1 and capped at the trials per cluster, so *n_eff* lies between the clusters and n (whatever the method for single rates above).");
+    if fallback {
+        md.push_str(" † marks rows where DEFF could not be estimated (all outcomes equal, or a single cluster): *n_eff* then counts clusters, the conservative choice.");
+    }
+    md.push_str("\n\n");
+    md.push_str("![Detection by layer](plots/layer_heatmap.svg)\n\nHow to read it: each cell is caught/fired for one layer and policy, pooled over the layer's faults and tasks; darker is better; n/a marks a layer none of whose faults fired.\n\n");
+}
+
+/// The `## Catalogue` section: one row per fault, caught/fired under each policy.
+fn catalogue_markdown(md: &mut String, catalogue: &[CatalogueRow], policies: &[String]) {
+    md.push_str("## Catalogue\n\n");
+    let mut header = String::from("| layer | fault | tasks | faulty trials | fired |");
+    let mut align = String::from("|---|---|---|---:|---:|");
+    for p in policies {
+        let _ = write!(header, " {} |", md_cell(p));
+        align.push_str("---:|");
+    }
+    let _ = writeln!(md, "{header}\n{align}");
+    for r in catalogue {
+        let _ = write!(
+            md,
+            "| {} | `{}` | {} | {} | {} |",
+            r.layer,
+            r.fault,
+            r.tasks
+                .iter()
+                .map(|t| t.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+            r.faulty_trials,
+            r.fired
+        );
+        for (caught, fired) in &r.by_policy {
+            if *fired == 0 {
+                md.push_str(" – |");
+            } else {
+                let _ = write!(md, " {caught}/{fired} |");
+            }
+        }
+        md.push('\n');
+    }
+    md.push_str("\nHow to read it: one row per fault of the run, by layer; each policy's column is caught/fired over the fault's tasks (the fired trials it judged right out of those it judged), – where the fault never fired. Trials whose fault did not fire count in *faulty trials* only.\n\n");
+}
+
+/// The `## Faults that did not fire` section: every (fault, task) with trials that did
+/// not fire, with the reasons stored with them.
+fn not_fired_markdown(md: &mut String, firing: &[FiringRow]) {
+    md.push_str("## Faults that did not fire\n\n");
+    let rows: Vec<&FiringRow> = firing.iter().filter(|r| r.not_fired > 0).collect();
+    if rows.is_empty() {
+        md.push_str("Every faulty trial's fault fired.\n\n");
+        return;
+    }
+    md.push_str(
+        "| layer | fault | task | not fired | faulty trials | why |\n|---|---|---|---:|---:|---|\n",
+    );
+    for r in rows {
+        let mut reasons: Vec<String> = r.not_fired_reasons.iter().map(|x| md_cell(x)).collect();
+        if r.not_fired_unexplained > 0 {
+            reasons.push("no reason stored".into());
+        }
+        let _ = writeln!(
+            md,
+            "| {} | `{}` | {} | {} | {} | {} |",
+            r.layer,
+            r.fault,
+            r.task,
+            r.not_fired,
+            r.faulty_trials,
+            reasons.join("; "),
+        );
+    }
+    md.push_str("\nHow to read it: a fault that did not fire left no witness, so there was nothing to detect: these trials are in no caught, missed or alarm count above. *why* is the catalogue's explanation of when the fault cannot fire, stored with each trial (distinct reasons joined); *no reason stored* marks trials from a database written before schema version 2.\n\n");
+}
+
+/// The `## Recovery` section: success rates, the detection x recovery cross-table, stop
+/// reasons, paired comparisons and the bar plot, each with how to read it.
+fn recovery_markdown(md: &mut String, r: &Recovery<'_>, level: &str) {
+    let total = r.episodes.len();
+    let fired = r.episodes.iter().filter(|e| e.fired).count();
+    let agents: BTreeSet<&str> = r.episodes.iter().map(|e| e.agent.as_str()).collect();
+    let runs: BTreeSet<u32> = r.episodes.iter().map(|e| e.run).collect();
+    md.push_str("## Recovery\n\n");
+    let _ = writeln!(
+        md,
+        "{total} episode(s): {fired} with the fault fired, {} not fired (counted only in the *not fired* column below, never as recovered or not); agent(s): {}; {} run(s) per layout and policy.\n",
+        total - fired,
+        agents.into_iter().collect::<Vec<_>>().join(", "),
+        runs.len(),
+    );
+    md.push_str("An episode replays a recorded decision with its fault on; the agent then sees the observation and the policy's message and may stop, answer, wait, retry or act again within its budget of browser actions. It *recovered* when the ledger confirms the task's outcome at the end.\n\n");
+
+    md.push_str("### Success rate\n\n");
+    let _ = writeln!(md, "| task | fault | policy | agent | n (fired) | successes | success rate [{level} CI] | layouts | n_eff | not fired |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|");
+    let mut fallback = false;
+    for c in &r.cells {
+        let e = c.rate.as_ref().map(|p| &p.estimate);
+        let n_eff = n_eff_cell(c.rate.as_ref(), &mut fallback);
+        let _ = writeln!(
+            md,
+            "| {} | `{}` | {} | {} | {} | {} | {} | {} | {} | {} |",
+            c.task,
+            c.fault,
+            c.policy,
+            c.agent,
+            c.n,
+            c.successes,
+            rate_cell(e),
+            e.and_then(|e| e.clusters).unwrap_or(0),
+            n_eff,
+            c.not_fired,
+        );
+    }
+    md.push_str("\nHow to read it: the success rate is over episodes whose fault fired; *not fired* episodes are counted apart, never as recovered or not. The runs of one layout are correlated (same page, same fault, an agent that tends to act alike), so the layout is the cluster: the interval is a Wilson score interval on the effective sample size *n_eff* = n / DEFF, with the design effect DEFF = (clustered SE / naive SE)² floored at 1 and capped at the runs per layout, so *n_eff* lies between the number of layouts and n (whatever the method for single rates above).");
+    if fallback {
+        md.push_str(" † marks cells where DEFF could not be estimated (all outcomes equal, or a single layout): *n_eff* then counts layouts, the conservative choice.");
+    }
+    md.push_str("\n\n");
+
+    md.push_str("### Detection and recovery\n\n");
+    md.push_str("| task | fault | policy | agent | n (fired) | detected, recovered | detected, not recovered | recovered, undetected | neither |\n|---|---|---|---|---:|---:|---:|---:|---:|\n");
+    for c in &r.cells {
+        let _ = writeln!(
+            md,
+            "| {} | `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            c.task,
+            c.fault,
+            c.policy,
+            c.agent,
+            c.n,
+            c.detected_recovered,
+            c.detected_not_recovered,
+            c.recovered_undetected,
+            c.neither,
+        );
+    }
+    md.push_str("\nHow to read it: *detected* means the policy's verdict on the replayed decision agreed with the ledger (the detection tables' *caught*); the four counts split the fired episodes. *Detected, not recovered* are agents told the truth that still failed; *recovered, undetected* are agents that recovered although the policy's first verdict was wrong.\n\n");
+
+    md.push_str("### How episodes ended\n\n");
+    let mut header = String::from("| task | policy | agent | n (fired) |");
+    let mut align = String::from("|---|---|---|---:|");
+    for reason in StopReason::ALL {
+        let _ = write!(header, " {} |", reason.name().replace('_', " "));
+        align.push_str("---:|");
+    }
+    let _ = writeln!(md, "{header}\n{align}");
+    for s in &r.stop_reasons {
+        let _ = write!(md, "| {} | {} | {} | {} |", s.task, s.policy, s.agent, s.n);
+        for count in s.counts {
+            let _ = write!(md, " {count} |");
+        }
+        md.push('\n');
+    }
+    md.push_str("\nHow to read it: how the fired episodes ended, summed over faults: *stopped* and *answered* are the agent ending the episode itself, *over budget* and *step cap* the harness cutting it off, *parse error* and *agent error* a reply that could not be used.\n\n");
+
+    md.push_str("### Paired comparisons on recovery\n\n");
+    let _ = writeln!(md, "| scope | policies (B − A) | n | success A | success B | difference [{level} CI] | method | correlation | McNemar b/c | p |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|");
+    for c in &r.comparisons {
+        let scope = if c.scope == "all" {
+            format!("all tasks and faults · {}", c.agent)
+        } else {
+            format!("{} · `{}` · {}", c.task, c.fault, c.agent)
+        };
+        let _ = writeln!(
+            md,
+            "| {scope} | {} − {} | {} |",
+            c.policy_b,
+            c.policy_a,
+            paired_markdown_cells(&c.paired),
+        );
+    }
+    md.push_str("\nHow to read it: each row compares two policies on the same episodes (same task, fault, agent, layout and run, with the fault fired under both); the difference is B's success rate minus A's, and its interval resamples whole layouts, every run of both policies together; b counts episodes only B recovered, c those only A recovered, and p is McNemar's exact two-sided test on them. McNemar counts every run as an independent pair, so with several runs per layout its p is optimistic; the layout-resampled interval is the one to trust.\n\n");
+
+    md.push_str("![Recovery success rates](plots/recovery_bars.svg)\n\nHow to read it: one bar per policy within each task, its height the success rate over fired episodes, the whisker its clustered Wilson interval and n the fired episodes.\n\n");
+}
