@@ -14,7 +14,7 @@
 //! | page and routes | the markup, its script, the task's extra URLs | `sites/src/task/<task>.rs`, `SiteTask::page` and `SiteTask::routes` |
 //! | truth (validate) | the ledger's verdict: did the intended outcome happen? | `sites/src/task/<task>.rs`, `SiteTask::validate` |
 //! | oracle (cheat) | the script that finds the target on the live page | `sites/src/task/<task>.rs`, `SiteTask::locate_js`, next to the markup whose selectors it reads |
-//! | outcome check | the outcome policy's judgement of the task's [`Expectation`] | `policies/src/builtin.rs`, one function per expectation, chosen in `OutcomePolicy::judge` |
+//! | outcome check | the outcome policy's judgement of the task's [`Expectation`], from what a harness can observe | `policies/src/builtin.rs`, one function per task named after it (`search_field_text`, `grid_selected_item`, ...), chosen by expectation in `OutcomePolicy::judge` |
 //!
 //! The truth and the oracle live with the page because they read what the page records
 //! and how it is drawn; the expectation lives here, away from the page, because a
@@ -39,7 +39,8 @@
 //! 3. `sites/src/task/<task>.rs`: the page, any extra routes, the truth and the oracle's
 //!    locate script; implement `SiteTask`, and add the arms in `sites/src/task/mod.rs`.
 //!    A new page event kind goes into the task's `EVENTS`.
-//! 4. `policies/src/builtin.rs`: the outcome policy's check for a new expectation.
+//! 4. `policies/src/builtin.rs`: the outcome policy's check for a new expectation, a
+//!    function named after the task, and its arm in `OutcomePolicy::judge`.
 //! 5. The oracle's reply (what it types, clicks or answers around the located point),
 //!    in the harness's oracle recorder, and the faults that apply to the task in the
 //!    fault catalogue (`faults/src/catalogue.rs`, each entry's task list).
