@@ -1,11 +1,11 @@
 //! The site side of the fault layer: what the fixture server does for a scope a fault is
 //! armed on.
 //!
-//! - [`FaultBoard`] holds the armed [`SiteInjection`]s and the witness log of each scope.
+//! - `FaultBoard` holds the armed [`SiteInjection`]s and the witness log of each scope.
 //!   Only the harness arms a scope (through [`crate::FixtureServer::arm`]); a page can add
 //!   witness events only to a scope that is armed, so a working trial can never look
 //!   fired.
-//! - [`network_faults`] is axum middleware: real delays, truncated bodies, hangs, status
+//! - `network_faults` is axum middleware: real delays, truncated bodies, hangs, status
 //!   codes and refused resources, applied to the first `times` matching requests.
 //! - [`extras`] renders the [`PageMod`]s that live in a page's top document: markup,
 //!   styles and scripts that change the page and report, through the witness channel,

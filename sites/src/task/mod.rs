@@ -113,7 +113,7 @@ pub fn judge(layout: &Layout, ledger: &Ledger) -> Truth {
     with_task!(&layout.spec, t => t.validate(ledger))
 }
 
-/// The oracle's locate script for `layout` (see [`SiteTask::locate_js`]): it evaluates to
+/// The oracle's locate script for `layout` (see `SiteTask::locate_js`): it evaluates to
 /// the viewport centre `[x, y]` of the element to act on, or `null`. `None` when the
 /// task has no point to locate.
 pub fn locate_script(layout: &Layout) -> Option<String> {

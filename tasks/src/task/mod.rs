@@ -44,7 +44,9 @@
 //! 5. The oracle's reply (what it types, clicks or answers around the located point),
 //!    in the harness's oracle recorder, and the faults that apply to the task in the
 //!    fault catalogue (`faults/src/catalogue.rs`, each entry's task list).
-//! 6. Record the oracle's decisions for the committed set (`tasks/decisions/<task>.jsonl`)
+//! 6. The report order in the analysis crate (`task_rank`, which lists task names: the
+//!    analysis reads stored results and does not depend on this crate).
+//! 7. Record the oracle's decisions for the committed set (`tasks/decisions/<task>.jsonl`)
 //!    and run the task-homes test, which fails while a piece is missing.
 
 mod chart;
