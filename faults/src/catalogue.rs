@@ -1,6 +1,7 @@
 //! The catalogue: every fault faultline can inject, with what it is, where it acts, how
 //! it is injected, what it leaves as a witness and what the ledger will say.
 
+use crate::suggest::close_matches;
 use faultline_tasks::TaskKind;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -764,6 +765,28 @@ impl fmt::Display for Fault {
     }
 }
 
+/// The message for an id that is not in the catalogue.
+pub fn unknown_fault_message(id: &str) -> String {
+    format!("unknown fault `{id}`{}", suggestions(id))
+}
+
+pub(crate) fn suggestions(s: &str) -> String {
+    let ids: Vec<&str> = Fault::ALL.iter().map(|f| f.id()).collect();
+    let close = close_matches(s, &ids, 5);
+    if close.is_empty() {
+        "; `faultline list faults` prints the catalogue".into()
+    } else {
+        format!(
+            "; close matches: {}",
+            close
+                .iter()
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+}
+
 impl FromStr for Fault {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -771,7 +794,7 @@ impl FromStr for Fault {
             .iter()
             .copied()
             .find(|f| f.id() == s)
-            .ok_or_else(|| crate::select::unknown_fault_message(s))
+            .ok_or_else(|| unknown_fault_message(s))
     }
 }
 

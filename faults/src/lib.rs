@@ -29,6 +29,7 @@ mod catalogue;
 mod plan;
 pub mod select;
 pub mod site;
+mod suggest;
 mod witness;
 
 pub use catalogue::{Fault, FaultSpec, Layer, Mechanism, Stage};

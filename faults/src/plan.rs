@@ -561,20 +561,11 @@ fn snap(v: f64) -> f64 {
     (v / 4.0).floor() * 4.0
 }
 
-/// The box of the thing the instruction names, in viewport coordinates.
+/// The box of the thing the instruction names, in viewport coordinates: the task's own
+/// target box (`faultline_tasks::task::Task::target_rect`), where the page-side faults
+/// aim.
 pub fn target_rect(layout: &Layout) -> Option<Rect> {
-    match &layout.spec {
-        LayoutSpec::Grid(g) => g.items.iter().find(|i| i.label == g.target).map(|i| i.rect),
-        LayoutSpec::Frame(f) => f
-            .rows
-            .iter()
-            .position(|r| r.label == f.target)
-            .map(|i| f.row_rect(i)),
-        LayoutSpec::Chart(c) => Some(c.target_mark().rect),
-        LayoutSpec::Search(s) => Some(s.field),
-        LayoutSpec::Form(f) => Some(f.save),
-        LayoutSpec::Select(s) => Some(s.control),
-    }
+    layout.target_rect()
 }
 
 /// A box of `like`'s size that overlaps none of `taken` (with an 8 px gap), scanning the

@@ -14,7 +14,8 @@
 //! that lists the closest ids (or layers), because a typo that silently selects nothing
 //! would quietly shrink an experiment.
 
-use crate::catalogue::{Fault, Layer, Stage};
+use crate::catalogue::{suggestions, Fault, Layer, Stage};
+use crate::suggest::closest;
 
 /// Resolves selectors to faults, in catalogue order.
 pub fn select<S: AsRef<str>>(selectors: &[S]) -> Result<Vec<Fault>, String> {
@@ -108,69 +109,6 @@ pub fn glob(pattern: &str, text: &str) -> bool {
     true
 }
 
-/// The message for an id that is not in the catalogue.
-pub fn unknown_fault_message(id: &str) -> String {
-    format!("unknown fault `{id}`{}", suggestions(id))
-}
-
-fn suggestions(s: &str) -> String {
-    let ids: Vec<&str> = Fault::ALL.iter().map(|f| f.id()).collect();
-    let close = close_matches(s, &ids, 5);
-    if close.is_empty() {
-        "; `faultline list faults` prints the catalogue".into()
-    } else {
-        format!(
-            "; close matches: {}",
-            close
-                .iter()
-                .map(|c| format!("`{c}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    }
-}
-
-fn closest<'a>(s: &str, names: &[&'a str]) -> Option<&'a str> {
-    close_matches(s, names, 1).into_iter().next()
-}
-
-/// Up to `n` names close to `s`: those containing it, and those within an edit distance
-/// of a third of their length (at least 2), nearest first.
-pub fn close_matches<'a>(s: &str, names: &[&'a str], n: usize) -> Vec<&'a str> {
-    let mut scored: Vec<(usize, &'a str)> = names
-        .iter()
-        .filter_map(|name| {
-            let full = edit_distance(s, name);
-            // Compare with the part after the prefix too, so `cookie_baner` finds
-            // `overlay.cookie_banner`.
-            let tail = name
-                .split_once('.')
-                .map_or(usize::MAX, |(_, t)| edit_distance(s, t));
-            let d = full.min(tail);
-            let limit = (name.len() / 3).max(2);
-            let contains = !s.is_empty() && s.len() >= 3 && name.contains(s);
-            (d <= limit || contains).then_some((if contains { 0 } else { d }, *name))
-        })
-        .collect();
-    scored.sort();
-    scored.into_iter().take(n).map(|(_, name)| name).collect()
-}
-
-/// Levenshtein distance over characters.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,7 +165,6 @@ mod tests {
         assert!(glob("a*c*e", "abcde"));
         assert!(!glob("a*c*e", "abde"));
         assert!(!glob("ab*ba", "aba"), "prefix and suffix may not overlap");
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 
     proptest! {

@@ -139,32 +139,21 @@ impl VerificationPolicy for OutcomePolicy {
             Ok(e) => e,
             Err(e) => return Judgement::new(Verdict::Fail, format!("Cannot verify: {e}")),
         };
+        // One check per expectation, that is, per task (each task's instruction states
+        // one kind of expectation: `faultline_tasks::task::Task::expectation`).
         match expectation {
-            Expectation::FieldText { text } => judge_field(ev, &text),
-            Expectation::SelectedItem { label } => {
-                let selected: Vec<&str> = ev
-                    .after_state
-                    .top()
-                    .map(|f| f.selected.iter().map(String::as_str).collect())
-                    .unwrap_or_default();
-                judge_selection(&selected, &label, "item")
-            }
-            Expectation::SelectedRowInFrame { label } => {
-                let selected: Vec<&str> = ev
-                    .after_state
-                    .children()
-                    .flat_map(|f| f.selected.iter().map(String::as_str))
-                    .collect();
-                judge_selection(&selected, &label, "row")
-            }
-            Expectation::ValueShown { label } => judge_value_shown(&ev.after.text, &label),
-            Expectation::NoteSaved { text } => judge_note_saved(ev, &text),
-            Expectation::OptionChosen { option } => judge_option(ev, &option),
+            Expectation::FieldText { text } => search_field_text(ev, &text),
+            Expectation::SelectedItem { label } => grid_selected_item(ev, &label),
+            Expectation::SelectedRowInFrame { label } => frame_selected_row(ev, &label),
+            Expectation::ValueShown { label } => chart_value_shown(&ev.after.text, &label),
+            Expectation::NoteSaved { text } => form_note_saved(ev, &text),
+            Expectation::OptionChosen { option } => select_option_chosen(ev, &option),
         }
     }
 }
 
-fn judge_field(ev: &Evidence<'_>, expected: &str) -> Judgement {
+/// The search: the field reads back exactly the text, and the search was submitted.
+fn search_field_text(ev: &Evidence<'_>, expected: &str) -> Judgement {
     let fields: Vec<&str> = ev
         .after_state
         .top()
@@ -199,9 +188,29 @@ fn judge_field(ev: &Evidence<'_>, expected: &str) -> Judgement {
     }
 }
 
-/// The note must be listed exactly once: missing is no change, twice is a failure (a
-/// retried submit that wrote again).
-fn judge_note_saved(ev: &Evidence<'_>, text: &str) -> Judgement {
+/// The grid: the item is the selected one in the top document.
+fn grid_selected_item(ev: &Evidence<'_>, label: &str) -> Judgement {
+    let selected: Vec<&str> = ev
+        .after_state
+        .top()
+        .map(|f| f.selected.iter().map(String::as_str).collect())
+        .unwrap_or_default();
+    judge_selection(&selected, label, "item")
+}
+
+/// The frame: the row is selected inside a child frame.
+fn frame_selected_row(ev: &Evidence<'_>, label: &str) -> Judgement {
+    let selected: Vec<&str> = ev
+        .after_state
+        .children()
+        .flat_map(|f| f.selected.iter().map(String::as_str))
+        .collect();
+    judge_selection(&selected, label, "row")
+}
+
+/// The form: the note must be listed exactly once: missing is no change, twice is a
+/// failure (a retried submit that wrote again).
+fn form_note_saved(ev: &Evidence<'_>, text: &str) -> Judgement {
     let listed = ev
         .after_state
         .top()
@@ -223,7 +232,8 @@ fn judge_note_saved(ev: &Evidence<'_>, text: &str) -> Judgement {
     }
 }
 
-fn judge_option(ev: &Evidence<'_>, option: &str) -> Judgement {
+/// The select: the menu reads back the option.
+fn select_option_chosen(ev: &Evidence<'_>, option: &str) -> Judgement {
     let menus = |state: &'_ crate::evidence::PageState| -> Vec<String> {
         state
             .frames
@@ -270,8 +280,8 @@ fn judge_selection(selected: &[&str], label: &str, what: &str) -> Judgement {
     }
 }
 
-/// Looks for `label: <number>` in the observation text.
-fn judge_value_shown(text: &str, label: &str) -> Judgement {
+/// The chart: looks for `label: <number>` in the observation text.
+fn chart_value_shown(text: &str, label: &str) -> Judgement {
     if let Some(v) = faultline_tasks::instruction::value_shown(text, label) {
         return Judgement::new(
             Verdict::Success,

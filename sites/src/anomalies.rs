@@ -7,12 +7,14 @@
 //!   fired.
 //! - `network_faults` is axum middleware: real delays, truncated bodies, hangs, status
 //!   codes and refused resources, applied to the first `times` matching requests.
-//! - [`extras`] and the helpers below render [`PageMod`]s into a page: markup, styles and
-//!   scripts that change the page and report, through the witness channel, the moment
-//!   their change met the agent's action.
+//! - [`extras`] renders the [`PageMod`]s that live in a page's top document: markup,
+//!   styles and scripts that change the page and report, through the witness channel,
+//!   the moment their change met the agent's action. Changes inside a task's own markup
+//!   (the grid's items, the frame's list, the chart's labels) are rendered by the task's
+//!   page, in `crate::task`.
 
 use crate::ledger::{LedgerStore, Scope};
-use crate::pages::{self, esc};
+use crate::pages::{self, esc, Extras};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
@@ -20,7 +22,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use faultline_faults::site::{NetworkEffect, NetworkRule, PageMod, Route, SiteInjection};
 use faultline_faults::target_rect;
-use faultline_tasks::layout::{FrameLayout, GridLayout, LayoutSpec};
+use faultline_tasks::layout::{GridLayout, LayoutSpec};
 use faultline_tasks::Layout;
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
@@ -302,16 +304,6 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Markup, styles and scripts a page gains from its page changes.
-#[derive(Debug, Clone, Default)]
-pub struct Extras {
-    pub style: String,
-    pub head: String,
-    pub body: String,
-    /// Runs after the page's own script.
-    pub script: String,
-}
-
 /// Renders the page changes that live in the top document of `layout`'s page.
 pub fn extras(layout: &Layout, mods: &[PageMod]) -> Extras {
     let mut x = Extras::default();
@@ -586,165 +578,6 @@ fn reorder(g: &GridLayout, seed: u64) -> Vec<usize> {
     perm
 }
 
-/// One grid button as rendered.
-pub(crate) struct GridButton {
-    pub(crate) dom_id: String,
-    /// Its identity for the ledger (the original label).
-    pub(crate) id: String,
-    pub(crate) label: String,
-    pub(crate) disabled: bool,
-    /// An inline position that overrides the stylesheet's.
-    pub(crate) style: Option<String>,
-}
-
-/// The grid's buttons after the page changes that edit them.
-pub(crate) fn grid_items(g: &GridLayout, mods: &[PageMod]) -> Vec<GridButton> {
-    let mut out: Vec<GridButton> = g
-        .items
-        .iter()
-        .enumerate()
-        .map(|(i, it)| GridButton {
-            dom_id: format!("it-{i}"),
-            id: it.label.clone(),
-            label: it.label.clone(),
-            disabled: false,
-            style: None,
-        })
-        .collect();
-    let t = g.items.iter().position(|i| i.label == g.target);
-    for m in mods {
-        match (m, t) {
-            (PageMod::Disabled, Some(t)) => out[t].disabled = true,
-            (PageMod::Renamed { label }, Some(t)) => out[t].label = label.clone(),
-            (PageMod::DuplicateLabel { moved_to }, Some(t)) => {
-                let r = g.items[t].rect;
-                out[t].style = Some(format!(
-                    "left:{}px; top:{}px; width:{}px; height:{}px",
-                    moved_to.x, moved_to.y, moved_to.width, moved_to.height
-                ));
-                out.push(GridButton {
-                    dom_id: "it-promoted".into(),
-                    id: format!("{} (promoted)", g.target),
-                    label: g.target.clone(),
-                    disabled: false,
-                    style: Some(format!(
-                        "left:{}px; top:{}px; width:{}px; height:{}px",
-                        r.x, r.y, r.width, r.height
-                    )),
-                });
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
-/// Attaches the grid's stylesheet only after the load event, and reports a click that
-/// came before it applied (the fault firing).
-pub(crate) fn late_stylesheet_js(href: &str) -> String {
-    format!(
-        r#"(function () {{
-  var applied = false;
-  document.addEventListener('click', function (e) {{ if (!applied) __fl.witness('click_before_stylesheet', {{ x: e.clientX, y: e.clientY }}); }}, true);
-  window.addEventListener('load', function () {{
-    var l = document.createElement('link');
-    l.rel = 'stylesheet';
-    l.href = {href};
-    l.onload = function () {{ applied = true; __fl.witness('stylesheet_applied', {{ at_ms: performance.now() }}); }};
-    document.head.appendChild(l);
-  }});
-}})();
-"#,
-        href = serde_json::to_string(href).expect("string")
-    )
-}
-
-/// The virtualized orders list: `prepended` extra rows first, only the rows in view in
-/// the DOM. Returns the markup and the script that renders the window.
-pub(crate) fn virtual_orders(layout: &Layout, f: &FrameLayout, prepended: u32) -> (String, String) {
-    let mut rng =
-        faultline_tasks::seed::rng(faultline_tasks::seed::derive(layout.seed, &["virtualized"]));
-    let taken: Vec<&str> = f.rows.iter().map(|r| r.label.as_str()).collect();
-    let mut extra: Vec<faultline_tasks::layout::OrderRow> = Vec::new();
-    let mut n = 100u32;
-    while extra.len() < prepended as usize {
-        let label = format!("Order {n}");
-        n += 1;
-        if taken.contains(&label.as_str()) {
-            continue;
-        }
-        use rand::Rng;
-        extra.push(faultline_tasks::layout::OrderRow {
-            label,
-            customer: f.rows[rng.random_range(0..f.rows.len())].customer.clone(),
-            total_cents: rng.random_range(500..=99_999u32),
-        });
-    }
-    let all: Vec<&faultline_tasks::layout::OrderRow> = extra.iter().chain(f.rows.iter()).collect();
-    let rows_js: Vec<String> = all
-        .iter()
-        .map(|r| serde_json::to_string(&pages::order_row(r)).expect("string"))
-        .collect();
-    let height = f.frame.height - f.header_height;
-    let body = format!(
-        r#"<div id="vp" style="height:{height}px; overflow-y:auto; position:relative"><div id="spacer" style="height:{total}px; position:relative"><table id="win" style="position:absolute; left:0; top:0"><tbody></tbody></table></div></div>"#,
-        total = f.row_height * all.len() as f64
-    );
-    let script = format!(
-        r#"(function () {{
-  var rows = [{rows}];
-  var rh = {rh};
-  var vp = document.getElementById('vp');
-  var win = document.getElementById('win');
-  var selected = null;
-  function render() {{
-    var first = Math.floor(vp.scrollTop / rh);
-    var count = Math.ceil(vp.clientHeight / rh) + 1;
-    win.style.top = (first * rh) + 'px';
-    win.tBodies[0].innerHTML = rows.slice(first, first + count).join('');
-    if (selected) win.querySelectorAll('tr').forEach(function (tr) {{ if (tr.getAttribute('aria-label') === selected) tr.setAttribute('aria-selected', 'true'); }});
-  }}
-  vp.addEventListener('scroll', render);
-  document.addEventListener('click', function (e) {{
-    var row = e.target.closest ? e.target.closest('tbody tr') : null;
-    if (row) selected = row.getAttribute('aria-label');
-    var target = {target};
-    var inDom = Array.prototype.some.call(win.querySelectorAll('tr'), function (tr) {{ return tr.getAttribute('aria-label') === target; }});
-    if (!inDom) __fl.witness('target_not_rendered', {{ clicked: selected }});
-  }}, true);
-  render();
-}})();
-"#,
-        rows = rows_js.join(","),
-        rh = f.row_height,
-        target = serde_json::to_string(&f.target).expect("string"),
-    );
-    (body, script)
-}
-
-/// A month's abbreviation as a locale shows it.
-pub(crate) fn month_label(label: &str, locale: Option<&str>) -> String {
-    const EN: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    const DE: [&str; 12] = [
-        "Jan.", "Feb.", "März", "Apr.", "Mai", "Juni", "Juli", "Aug.", "Sept.", "Okt.", "Nov.",
-        "Dez.",
-    ];
-    match (locale, EN.iter().position(|m| *m == label)) {
-        (Some("de-DE"), Some(i)) => DE[i].to_string(),
-        _ => label.to_string(),
-    }
-}
-
-/// A value as a locale writes it (`57` or `57,0`).
-pub(crate) fn number(v: u32, locale: Option<&str>) -> String {
-    match locale {
-        Some("de-DE") => format!("{v},0"),
-        _ => v.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -812,12 +645,5 @@ mod tests {
                 assert_ne!(reorder(g, seed)[t], t);
             }
         }
-    }
-
-    #[test]
-    fn german_months_and_numbers() {
-        assert_eq!(month_label("Mar", Some("de-DE")), "März");
-        assert_eq!(month_label("Mar", None), "Mar");
-        assert_eq!(number(57, Some("de-DE")), "57,0");
     }
 }

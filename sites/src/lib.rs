@@ -22,15 +22,19 @@
 //! The server binds `127.0.0.1` on an ephemeral port unless told otherwise.
 
 pub mod anomalies;
+mod app;
 mod ledger;
 pub mod pages;
+mod task;
 pub mod truth;
 
 pub use anomalies::SiteWitness;
 pub use ledger::{Ledger, LedgerEvent, LedgerKey, Scope};
-pub use truth::{judge, Truth};
+pub use task::{judge, locate_script};
+pub use truth::Truth;
 
 use anomalies::{FaultBoard, NetworkState};
+use app::{bad_request, scope_or_400, AppState, LayoutQuery};
 use faultline_faults::site::SiteInjection;
 
 use axum::extract::{Path, Query, State};
@@ -38,7 +42,6 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use faultline_tasks::layout::LayoutSpec;
 use faultline_tasks::{Layout, TaskKind};
 use ledger::LedgerStore;
 use serde::Deserialize;
@@ -46,13 +49,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-
-#[derive(Clone)]
-struct AppState {
-    store: Arc<LedgerStore>,
-    secret: Arc<[u8; 32]>,
-    board: Arc<FaultBoard>,
-}
 
 /// A running fixture server.
 pub struct FixtureServer {
@@ -165,35 +161,16 @@ fn router(state: AppState) -> Router {
         .route("/warm", get(warm))
         .route("/s/{scope}/event", post(event))
         .route("/s/{scope}/witness", post(witness))
-        .route("/s/{scope}/search/results", get(search_results))
-        .route("/s/{scope}/frame/orders", get(frame_orders))
-        .route("/s/{scope}/form/save", post(form_save))
         .route("/s/{scope}/login", get(login))
         .route("/s/{scope}/decoy", get(decoy))
-        .route("/s/{scope}/static/grid.js", get(grid_js))
-        .route("/s/{scope}/static/grid.css", get(grid_css))
-        .route("/s/{scope}/static/save.png", get(save_png))
         .route("/s/{scope}/{task}", get(task_page))
         .route("/api/ledger/{scope}", get(ledger_api))
+        .merge(task::routes())
         .layer(axum::middleware::from_fn_with_state(
             network,
             anomalies::network_faults,
         ))
         .with_state(state)
-}
-
-#[derive(Debug, Deserialize)]
-struct LayoutQuery {
-    layout: u32,
-    seed: u64,
-}
-
-#[derive(Debug, Deserialize)]
-struct SearchQuery {
-    #[serde(default)]
-    q: String,
-    layout: u32,
-    seed: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -204,28 +181,14 @@ struct PageEvent {
     data: serde_json::Value,
 }
 
-/// Event kinds a page may send; anything else is refused so a typo cannot silently
-/// become an unscored event.
-const PAGE_EVENT_KINDS: &[&str] = &[
-    "typed",
-    "click",
-    "selected",
-    "row_selected",
-    "option_applied",
-    "tooltip_shown",
-    "tooltip_hidden",
-    "page_error",
-];
-
-fn bad_request(msg: impl Into<String>) -> Response {
-    (StatusCode::BAD_REQUEST, msg.into()).into_response()
-}
-
-fn scope_or_400(raw: &str) -> Result<Scope, (StatusCode, &'static str)> {
-    Scope::parse(raw).ok_or((
-        StatusCode::BAD_REQUEST,
-        "scope: expected 1-64 characters of [0-9a-z_-]",
-    ))
+/// Whether a page may send events of `kind`: the shared `click` and `page_error`, and
+/// each task's own kinds. Anything else is refused so a typo cannot silently become an
+/// unscored event.
+fn is_page_event(kind: &str) -> bool {
+    ["click", "page_error"].contains(&kind)
+        || TaskKind::ALL
+            .into_iter()
+            .any(|task| task::events(task).contains(&kind))
 }
 
 async fn index(headers: HeaderMap) -> Html<String> {
@@ -271,7 +234,7 @@ async fn event(
         Ok(s) => s,
         Err(r) => return r.into_response(),
     };
-    if !PAGE_EVENT_KINDS.contains(&ev.kind.as_str()) {
+    if !is_page_event(&ev.kind) {
         return bad_request(format!("kind: unknown event kind `{}`", ev.kind));
     }
     state.store.append(&scope, &ev.kind, ev.page_ms, ev.data);
@@ -297,40 +260,6 @@ async fn witness(
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct SaveRequest {
-    text: String,
-    key: String,
-}
-
-/// The notes form's write. The idempotency key makes a repeated request the same write:
-/// the ledger records every request, committed or deduplicated, with its key.
-async fn form_save(
-    State(state): State<AppState>,
-    Path(scope): Path<String>,
-    Json(req): Json<SaveRequest>,
-) -> Response {
-    let scope = match scope_or_400(&scope) {
-        Ok(s) => s,
-        Err(r) => return r.into_response(),
-    };
-    if req.text.trim().is_empty() || req.key.is_empty() {
-        return bad_request("text and key: expected non-empty strings");
-    }
-    let duplicate = state
-        .store
-        .snapshot(scope.as_str())
-        .of_kind("write")
-        .any(|e| e.data["key"] == req.key);
-    state.store.append(
-        &scope,
-        "write",
-        None,
-        serde_json::json!({ "text": req.text, "key": req.key, "committed": !duplicate }),
-    );
-    Json(serde_json::json!({ "ok": true, "duplicate": duplicate })).into_response()
-}
-
 async fn login(Path(scope): Path<String>) -> Response {
     match scope_or_400(&scope) {
         Ok(s) => Html(pages::login_page(s.as_str())).into_response(),
@@ -349,32 +278,6 @@ async fn decoy(State(state): State<AppState>, Path(scope): Path<String>) -> Resp
     Html(pages::decoy_page(scope.as_str())).into_response()
 }
 
-async fn grid_js() -> impl IntoResponse {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/javascript; charset=utf-8",
-        )],
-        pages::GRID_JS,
-    )
-}
-
-async fn grid_css(Query(q): Query<LayoutQuery>) -> Response {
-    let layout = Layout::generate(TaskKind::Grid, q.layout, q.seed);
-    let LayoutSpec::Grid(g) = &layout.spec else {
-        unreachable!("grid layouts are grid specs")
-    };
-    (
-        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
-        pages::grid_css(g),
-    )
-        .into_response()
-}
-
-async fn save_png() -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "image/png")], pages::SAVE_PNG)
-}
-
 async fn task_page(
     State(state): State<AppState>,
     Path((scope, task)): Path<(String, String)>,
@@ -390,71 +293,8 @@ async fn task_page(
     };
     let layout = Layout::generate(task, q.layout, q.seed);
     let mods = state.board.page_mods(scope.as_str());
-    let sc = scope.as_str();
-    let html = match &layout.spec {
-        LayoutSpec::Search(s) => pages::search_page(sc, &layout, s, &mods),
-        LayoutSpec::Grid(g) => pages::grid_page(sc, &layout, g, &mods),
-        LayoutSpec::Frame(f) => pages::frame_page(sc, &layout, f, &mods),
-        LayoutSpec::Chart(c) => pages::chart_page(sc, &layout, c, &mods),
-        LayoutSpec::Form(f) => pages::form_page(sc, &layout, f, &mods),
-        LayoutSpec::Select(s) => pages::select_page(sc, &layout, s, &mods),
-    };
+    let html = task::page(scope.as_str(), &layout, &mods);
     Html(html).into_response()
-}
-
-async fn frame_orders(
-    State(state): State<AppState>,
-    Path(scope): Path<String>,
-    Query(q): Query<LayoutQuery>,
-) -> Response {
-    let scope = match scope_or_400(&scope) {
-        Ok(s) => s,
-        Err(r) => return r.into_response(),
-    };
-    let layout = Layout::generate(TaskKind::Frame, q.layout, q.seed);
-    let LayoutSpec::Frame(f) = &layout.spec else {
-        unreachable!("frame layouts are frame specs")
-    };
-    let mods = state.board.page_mods(scope.as_str());
-    Html(pages::frame_orders(scope.as_str(), &layout, f, &mods)).into_response()
-}
-
-async fn search_results(
-    State(state): State<AppState>,
-    Path(scope): Path<String>,
-    Query(q): Query<SearchQuery>,
-) -> Response {
-    let scope = match scope_or_400(&scope) {
-        Ok(s) => s,
-        Err(r) => return r.into_response(),
-    };
-    let layout = Layout::generate(TaskKind::Search, q.layout, q.seed);
-    let LayoutSpec::Search(s) = &layout.spec else {
-        unreachable!("search layouts are search specs")
-    };
-    let results: Vec<String> = if q.q.is_empty() {
-        Vec::new()
-    } else {
-        s.records
-            .iter()
-            .filter(|r| r.contains(q.q.as_str()))
-            .cloned()
-            .collect()
-    };
-    // The server records the submission itself: the query as it arrived over HTTP.
-    state.store.append(
-        &scope,
-        "submitted",
-        None,
-        serde_json::json!({ "query": q.q, "results": results }),
-    );
-    Html(pages::search_results(
-        scope.as_str(),
-        &layout,
-        &q.q,
-        &results,
-    ))
-    .into_response()
 }
 
 async fn ledger_api(

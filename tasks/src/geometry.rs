@@ -3,6 +3,11 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// The viewport every page is laid out for.
+pub const VIEWPORT: Size = Size::new(1200, 800);
+/// The screenshot size a model sees (a 3/4 downscale of the viewport).
+pub const IMAGE: Size = Size::new(900, 600);
+
 /// A width and height in pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Size {

@@ -1,8 +1,11 @@
 //! faultline's vocabulary: the things every other crate talks about.
 //!
-//! - [`TaskKind`] and [`Layout`]: the four reference tasks and their seeded arrangements.
-//!   A layout is a pure function of `(task, layout seed)`, so the fixture server, the
-//!   oracle recorder and scoring all regenerate the same page from two numbers.
+//! - [`task`]: what a task is ([`task::Task`]), the list of tasks ([`TaskKind`]) and one
+//!   file per task with its layout, instruction and expectation; its module
+//!   documentation says which piece of a task lives in which crate.
+//! - [`Layout`]: a task in one seeded arrangement. A layout is a pure function of
+//!   `(task, layout seed)`, so the fixture server, the oracle recorder and scoring all
+//!   regenerate the same page from two numbers.
 //! - [`Instruction`] and [`Expectation`]: what the agent is asked, in public words. The
 //!   outcome policy derives its expectation from the instruction text, never from the
 //!   layout or the ledger.
@@ -16,16 +19,20 @@
 
 pub mod action;
 pub mod decision;
+pub mod expectation;
 pub mod geometry;
 pub mod instruction;
 pub mod layout;
 mod named;
 pub mod outcome;
 pub mod seed;
+pub mod task;
 
 pub use action::{parse_reply, Action, ParseError};
 pub use decision::{Decision, DecisionError, DecisionSet};
+pub use expectation::Expectation;
 pub use geometry::{Point, Rect, Size};
-pub use instruction::{Expectation, Instruction};
-pub use layout::{ChartLayout, FrameLayout, GridItem, GridLayout, Layout, SearchLayout, TaskKind};
+pub use instruction::Instruction;
+pub use layout::{ChartLayout, FrameLayout, GridItem, GridLayout, Layout, SearchLayout};
 pub use outcome::{Condition, StopReason, Verdict};
+pub use task::{Task, TaskKind};

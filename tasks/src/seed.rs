@@ -6,11 +6,11 @@
 //!
 //! Two schemes share that construction and differ only in their tag and framing:
 //!
-//! - [`derive`] (`faultline-seed-v1`, length-prefixed path parts): layouts, trials,
+//! - [`derive()`] (`faultline-seed-v1`, length-prefixed path parts): layouts, trials,
 //!   episodes, everything the harness seeds.
 //! - [`derive_analysis`] (`faultline-analysis-seed-v1`, one unframed name): the analysis
 //!   seed and every bootstrap seed of a report. Published reports state their bootstrap
-//!   seeds, so this scheme is kept as it is: moving it onto [`derive`] would change every
+//!   seeds, so this scheme is kept as it is: moving it onto [`derive()`] would change every
 //!   bootstrap interval already reported.
 
 use rand::SeedableRng;

@@ -16,28 +16,9 @@ use faultline_tasks::{Decision, Layout, Point, TaskKind};
 
 /// Finds the target's centre (viewport coordinates) on the live page.
 async fn locate(page: &crate::engine::browser::TrialPage, layout: &Layout) -> Result<Point> {
-    let target = serde_json::to_string(layout.target())?;
-    let js = match layout.task {
-        TaskKind::Search => return Err(anyhow!("the search task has no point to locate")),
-        TaskKind::Grid => format!(
-            "(() => {{ const b = Array.from(document.querySelectorAll('button')).find((e) => e.textContent.trim() === {target});
-               if (!b) return null; const r = b.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; }})()"
-        ),
-        TaskKind::Frame => format!(
-            "(() => {{ const f = document.querySelector('iframe'); if (!f) return null; const fr = f.getBoundingClientRect();
-               const row = Array.from(f.contentDocument.querySelectorAll('tr')).find((e) => e.getAttribute('aria-label') === {target});
-               if (!row) return null; const r = row.getBoundingClientRect();
-               return [fr.left + r.left + r.width / 2, fr.top + r.top + r.height / 2]; }})()"
-        ),
-        TaskKind::Form => "(() => { const b = document.getElementById('save'); if (!b) return null; const r = b.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()".to_string(),
-        TaskKind::Select => "(() => { const s = document.getElementById('speed'); if (!s) return null; const r = s.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()".to_string(),
-        TaskKind::Chart => format!(
-            "(() => {{ const label = Array.from(document.querySelectorAll('.axis')).find((e) => e.textContent.trim() === {target});
-               if (!label) return null; const lr = label.getBoundingClientRect(); const cx = lr.left + lr.width / 2;
-               const bar = Array.from(document.querySelectorAll('.bar')).find((b) => {{ const r = b.getBoundingClientRect(); return r.left <= cx && cx <= r.right; }});
-               if (!bar) return null; const r = bar.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; }})()"
-        ),
-    };
+    // The locate script lives with the page whose markup it reads.
+    let js = faultline_sites::locate_script(layout)
+        .ok_or_else(|| anyhow!("the {} task has no point to locate", layout.task))?;
     let v = page.eval(&js).await?;
     let arr = v
         .as_array()
