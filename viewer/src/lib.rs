@@ -296,7 +296,9 @@ fn thumbnail(src: &Path, dst: &Path) -> Result<()> {
     let img = image::open(src).with_context(|| format!("reading {}", src.display()))?;
     let (w, h) = (img.width().max(1), img.height().max(1));
     let th = ((h as u64 * THUMB_WIDTH as u64) / w as u64).max(1) as u32;
-    let small = img.resize_exact(THUMB_WIDTH, th, image::imageops::FilterType::Triangle);
+    // Area averaging (`thumbnail`): as sharp as a triangle filter at this ratio, and
+    // several times faster.
+    let small = img.thumbnail_exact(THUMB_WIDTH, th);
     let tmp = dst.with_extension("tmp");
     small
         .to_rgb8()

@@ -167,7 +167,9 @@ pub struct EpisodeSummary {
 /// `unconfirmed` when the ledger did not confirm the outcome.
 pub fn outcome(t: &TrialRow, verdict: &str) -> &'static str {
     let success = verdict == "success";
-    if t.condition.to_string() == "faulty" {
+    // Through its text form: the column may be a string or a typed value.
+    let condition = t.condition.to_string();
+    if condition == "faulty" {
         if t.fired != Some(true) {
             "not_fired"
         } else if success == t.truth_achieved {

@@ -105,9 +105,11 @@
       } else {
         s.appendChild(svg("circle", { cx: p.x, cy: p.y, r: 6, fill: colour, stroke: "#fff", "stroke-width": 2 }));
       }
-      // Labels go in different directions so coinciding points stay readable.
-      const dx = p.role === "parsed" ? -18 : 18, dy = p.role === "executed" ? 26 : -14;
-      const t = svg("text", { x: p.x + dx, y: p.y + dy, fill: colour, "text-anchor": p.role === "parsed" ? "end" : "start" });
+      // Labels go in different directions so coinciding points stay readable: intended
+      // above, parsed below, executed further below; to the left near the right edge.
+      const left = p.x > w - 220;
+      const dy = { intended: -16, parsed: 28, executed: 50 }[p.role] || 28;
+      const t = svg("text", { x: p.x + (left ? -18 : 18), y: p.y + dy, fill: colour, "text-anchor": left ? "end" : "start" });
       t.textContent = p.role + " (" + Math.round(p.x) + ", " + Math.round(p.y) + ")";
       s.appendChild(t);
     });
@@ -204,6 +206,8 @@
       window.faultlineView = ui;
       ui.readHash();
       ui.render();
+      // When the first render finished, in ms since navigation (read by the benchmark).
+      document.documentElement.dataset.readyMs = String(Math.round(performance.now()));
       window.addEventListener("hashchange", function () {
         if (location.hash.indexOf("=") < 0 && location.hash.length > 1) return;
         ui.readHash();
