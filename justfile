@@ -14,8 +14,8 @@ test: chromium
     @if pgrep -f '[f]aultline-chromium-' > /dev/null; then echo "Chromium processes survived the tests:"; pgrep -af '[f]aultline-chromium-'; exit 1; fi
     @echo "no Chromium process survived the test suite"
 
-# Benchmarks: cluster bootstrap, detection wall time, full report rebuild time.
-bench: bench-stats bench-run
+# Benchmarks: cluster bootstrap, detection wall time, full report rebuild time, viewer.
+bench: bench-stats bench-run bench-view
 
 # The cluster bootstrap and paired differences (criterion).
 bench-stats:
@@ -30,6 +30,11 @@ bench-run: chromium
     cargo run --release --quiet --bin faultline -- run --out "$tmp/run"
     TIMEFORMAT="report rebuilt from results.sqlite (tables, intervals, paired bootstraps, plots): %R s wall"
     time cargo run --release --quiet --bin faultline -- report "$tmp/run/results.sqlite" > /dev/null
+
+# The trace viewer on a synthetic catalogue-sized run (1,000 trials, 400 episodes):
+# generation time, cold and warm, and the run page's load time in Chromium.
+bench-view: chromium
+    cargo bench -p faultline --bench view
 
 # Format the code.
 fmt:

@@ -43,6 +43,21 @@ pub enum Command {
     Report(ReportArgs),
     /// List the fault catalogue (or the tasks, policies or agents).
     List(ListArgs),
+    /// Write the trace viewer of a stored run: a static site opened from disk.
+    ///
+    /// Writes index.html (run page), trial and episode pages and their data files; open
+    /// index.html in a browser, no server needed.
+    View(ViewArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    /// The run directory (or its results.sqlite).
+    pub run: PathBuf,
+    /// Where to write the site [default: RUN/view]; screenshots and plots are copied
+    /// when it lies outside the run directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -170,6 +185,7 @@ pub async fn dispatch(cli: Cli) -> Result<()> {
         Command::Record(args) => record(args).await,
         Command::Report(args) => report(args),
         Command::List(args) => list(args),
+        Command::View(args) => view(args),
     }
 }
 
@@ -322,6 +338,33 @@ async fn run(args: RunArgs) -> Result<()> {
         summary.out.join("results.sqlite").display()
     )?;
     writeln!(stdout, "report:    {}", summary.report.display())?;
+    writeln!(stdout, "view:      {}", summary.view.display())?;
+    Ok(())
+}
+
+fn view(args: ViewArgs) -> Result<()> {
+    let run_dir = if args.run.is_file() {
+        args.run
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("."))
+    } else {
+        args.run.clone()
+    };
+    if !run_dir.join("results.sqlite").is_file() {
+        return Err(usage(anyhow!(
+            "{}: not a run directory (no results.sqlite)",
+            args.run.display()
+        )));
+    }
+    let out = args.out.unwrap_or_else(|| run_dir.join("view"));
+    let summary = faultline_viewer::generate(&run_dir, &out)?;
+    println!(
+        "view: {} ({} trials, {} episodes)",
+        summary.index.display(),
+        summary.trials,
+        summary.episodes
+    );
     Ok(())
 }
 

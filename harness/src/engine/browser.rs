@@ -378,6 +378,12 @@ impl TrialPage {
         self.viewport
     }
 
+    /// The underlying CDP page, for callers that need its events (console messages and
+    /// exceptions, e.g. to check that a page loads without errors).
+    pub fn cdp_page(&self) -> &Page {
+        &self.page
+    }
+
     /// Navigates and waits for the load event, web fonts and the frames' documents.
     pub async fn goto(&self, url: &str) -> Result<()> {
         self.page

@@ -69,6 +69,8 @@ pub struct RunSummary {
     /// The recovery phase, when the config enables it.
     pub recovery: Option<PhaseSummary>,
     pub report: PathBuf,
+    /// The trace viewer's `index.html`, beside the report.
+    pub view: PathBuf,
 }
 
 /// The shared pieces of a run: fixture server, browser, scorer, policies.
@@ -217,6 +219,7 @@ async fn run_with(
 
     let analysis = faultline_analysis::report::default_config(db)?;
     let files = faultline_analysis::report::write_all(db, &req.out, &req.out, &analysis)?;
+    let view = faultline_viewer::generate(&req.out, &req.out.join("view"))?;
     Ok(RunSummary {
         out: req.out.clone(),
         trials_total: detection.total,
@@ -225,6 +228,7 @@ async fn run_with(
         detection_wall: detection.wall,
         recovery,
         report: files.report_md,
+        view: view.index,
     })
 }
 

@@ -1,0 +1,192 @@
+//! The trace viewer at catalogue scale: a synthetic run of 1,000 trials and 400 episodes
+//! (1,200 steps, about 3,600 screenshots), its view generated cold (every thumbnail made)
+//! and warm (thumbnails cached by content), then its run page opened from disk in the
+//! Chromium faultline drives, timed from navigation to the first rendered list by the
+//! page's own clock. The target is under a second; this prints, it does not assert.
+
+use anyhow::Result;
+use faultline::engine::browser::{find_chromium, BrowserHandle};
+use faultline_tasks::Size;
+use rusqlite::{params, Connection};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const TASKS: [&str; 4] = ["search", "grid", "frame", "chart"];
+const POLICIES: [&str; 4] = ["unverified", "generic", "pixel", "outcome"];
+const VERDICTS: [&str; 3] = ["success", "no_change", "fail"];
+
+/// A 900x600 screenshot that differs with `n` (so thumbnails cannot be shared).
+fn png(path: &Path, n: u32) {
+    let mut img = image::RgbImage::from_pixel(900, 600, image::Rgb([250, 250, 250]));
+    let (x0, y0) = (40 + (n * 37) % 700, 60 + (n * 53) % 450);
+    for y in y0..y0 + 80 {
+        for x in x0..x0 + 150 {
+            img.put_pixel(x, y, image::Rgb([(n % 200) as u8, 90, 200]));
+        }
+    }
+    img.save(path).unwrap();
+}
+
+fn synthetic_run(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir.join("shots"))?;
+    drop(faultline_analysis::db::ResultsDb::open(
+        &dir.join("results.sqlite"),
+    )?);
+    let mut db = Connection::open(dir.join("results.sqlite"))?;
+    let tx = db.transaction()?;
+    let manifest = serde_json::json!({
+        "root_seed": 1, "layouts": 10, "tasks": TASKS, "policies": POLICIES,
+        "recovery": {"budget": 3},
+        "config_resolved": {"image": {"width": 900, "height": 600}, "viewport": {"width": 1200, "height": 800}},
+    });
+    tx.execute(
+        "INSERT INTO meta (key, value) VALUES ('manifest', ?1), ('policies', ?2)",
+        params![manifest.to_string(), serde_json::to_string(&POLICIES)?],
+    )?;
+    png(&dir.join("shots/shared.png"), 0);
+    let mut n = 1;
+    for task in TASKS {
+        for layout in 0..10u32 {
+            for f in 0..25u32 {
+                let fault = (f > 0).then(|| format!("layer{}.fault{f:02}", f % 5));
+                let key = format!(
+                    "detection/{task}/{layout:03}/{}",
+                    fault.as_deref().unwrap_or("working")
+                );
+                let after = format!("shots/t{n}.after.png");
+                png(&dir.join(&after), n);
+                n += 1;
+                let truth = f % 3 != 0;
+                tx.execute(
+                    "INSERT INTO trials (trial_key, experiment, task, layout_index, layout_seed, trial_seed, condition, fault, stage, fired, witness, decision_source, reply, actions, executed, tool_message, observation_text, before_png, after_png, evidence, truth_achieved, truth_detail, ledger, duration_ms, layer, not_fired_reason)
+                     VALUES (?1, 'detection', ?2, ?3, '1', '2', ?4, ?5, ?6, ?7, ?8, 'oracle', 'click(100, 200)', '[{\"kind\":\"click\",\"x\":100.0,\"y\":200.0}]', '[{\"action\":{\"kind\":\"click\",\"x\":100.0,\"y\":200.0},\"viewport_point\":{\"x\":133.3,\"y\":266.7},\"message\":\"Clicked.\"}]', 'Clicked.', 'page text', 'shots/shared.png', ?9, '{}', ?10, 'detail', '{}', 700.0, ?11, NULL)",
+                    params![
+                        key,
+                        task,
+                        layout,
+                        if fault.is_some() { "faulty" } else { "working" },
+                        fault,
+                        fault.as_ref().map(|_| "execute"),
+                        fault.as_ref().map(|_| f % 7 != 0),
+                        fault.as_ref().map(|f| format!("{{\"fault\":\"{f}\",\"summary\":\"s\"}}")),
+                        after,
+                        truth,
+                        fault.as_ref().map(|_| format!("layer{}", f % 5)),
+                    ],
+                )?;
+                for (i, p) in POLICIES.iter().enumerate() {
+                    tx.execute(
+                        "INSERT INTO verdicts (trial_key, policy, verdict, message) VALUES (?1, ?2, ?3, 'message')",
+                        params![key, p, VERDICTS[(i + f as usize + layout as usize) % 3]],
+                    )?;
+                }
+            }
+        }
+    }
+    for task in TASKS {
+        for f in 0..5u32 {
+            for p in POLICIES {
+                for layout in 0..5u32 {
+                    let key =
+                        format!("recovery/{task}/layer{f}.fault{f:02}/{p}/scripted/r0/{layout:03}");
+                    let stem = format!("shots/e{n}");
+                    png(&dir.join(format!("{stem}.before.png")), 0);
+                    tx.execute(
+                        "INSERT INTO episodes (episode_key, task, fault, stage, layer, policy, agent, run, layout_index, layout_seed, episode_seed, fired, success, truth_detail, browser_actions, steps, stop_reason, detected_at_first_step, first_verdict, error, model_calls, prompt_tokens, completion_tokens, ledger, duration_ms)
+                         VALUES (?1, ?2, ?3, 'execute', ?4, ?5, 'scripted', 0, ?6, '1', '2', 1, ?7, 'detail', 2, 3, 'stopped', ?8, 'fail', NULL, 0, NULL, NULL, '{}', 3000.0)",
+                        params![key, task, format!("layer{f}.fault{f:02}"), format!("layer{f}"), p, layout, layout % 2 == 0, layout % 3 == 0],
+                    )?;
+                    for step in 0..3u32 {
+                        let shot = format!("{stem}.s{step}.png");
+                        if step == 2 {
+                            png(&dir.join(&shot), n);
+                        } else {
+                            std::fs::copy(dir.join("shots/shared.png"), dir.join(&shot))?;
+                        }
+                        tx.execute(
+                            "INSERT INTO episode_steps (episode_key, step, source, reply, parse_error, actions, executed, browser_actions, tool_message, verdict, policy_message, observation_text, screenshot, witness, truth_achieved, truth_detail, ledger_events, usage)
+                             VALUES (?1, ?2, ?3, 'click(100, 200)', NULL, '[]', '[]', 1, 'Clicked.', 'fail', 'm', 'text', ?4, NULL, 0, 'detail', '[]', NULL)",
+                            params![key, step, if step == 0 { "decision" } else { "agent" }, shot],
+                        )?;
+                    }
+                    n += 1;
+                }
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let run = tmp.path().join("run");
+    let t = Instant::now();
+    synthetic_run(&run)?;
+    println!(
+        "synthetic run (1000 trials, 400 episodes): built in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    let view = run.join("view");
+    let t = Instant::now();
+    let s = faultline_viewer::generate(&run, &view)?;
+    println!(
+        "view generated cold: {:.2} s ({} trials, {} episodes, {} thumbnails made)",
+        t.elapsed().as_secs_f64(),
+        s.trials,
+        s.episodes,
+        s.thumbs_made
+    );
+    let t = Instant::now();
+    faultline_viewer::generate(&run, &view)?;
+    println!("view regenerated warm: {:.2} s", t.elapsed().as_secs_f64());
+    let index = std::fs::metadata(view.join("data/index.js"))?.len();
+    println!("data/index.js: {:.0} KiB", index as f64 / 1024.0);
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let browser = BrowserHandle::launch(&find_chromium(None)?).await?;
+        let pool = browser.page_pool(
+            Size {
+                width: 1280,
+                height: 900,
+            },
+            1,
+            "about:blank".into(),
+        );
+        let url = format!(
+            "file://{}/index.html",
+            std::fs::canonicalize(&view)?.display()
+        );
+        let mut times = Vec::new();
+        for _ in 0..5 {
+            let page = pool.take().await?;
+            page.goto(&url).await?;
+            let deadline = Instant::now() + Duration::from_secs(20);
+            let ready = loop {
+                let v = page.eval("document.documentElement.dataset.readyMs || ''").await?;
+                if let Some(ms) = v.as_str().and_then(|s| s.parse::<f64>().ok()) {
+                    break ms;
+                }
+                anyhow::ensure!(Instant::now() < deadline, "the run page never rendered");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            };
+            times.push(ready);
+            page.close().await;
+        }
+        drop(pool);
+        browser.close().await;
+        times.sort_by(f64::total_cmp);
+        println!(
+            "run page (index loaded, list rendered) from navigation: median {:.0} ms, max {:.0} ms over {} loads (target < 1000 ms)",
+            times[times.len() / 2],
+            times[times.len() - 1],
+            times.len()
+        );
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(())
+}
