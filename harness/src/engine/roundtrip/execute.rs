@@ -68,9 +68,13 @@ impl RoundTrip {
                 .as_ref()
                 .and_then(|f| f.fails_dispatch(action, viewport_point));
             let (honest, nominal) = match action {
-                Action::Click { .. } => {
+                Action::Click { .. } | Action::DoubleClick { .. } | Action::RightClick { .. } => {
                     let p = viewport_point.expect("clicks have points");
-                    let ok = format!("Clicked at {p}.");
+                    let ok = match action {
+                        Action::DoubleClick { .. } => format!("Double-clicked at {p}."),
+                        Action::RightClick { .. } => format!("Right-clicked at {p}."),
+                        _ => format!("Clicked at {p}."),
+                    };
                     x.last_click = Some(p);
                     match dispatch_error {
                         Some(e) => (e, ok),
@@ -86,7 +90,11 @@ impl RoundTrip {
                                 x.last_pointer_into_iframe =
                                     self.page.element_tag_at(p).await?.as_deref() == Some("IFRAME");
                             }
-                            self.page.click(p).await?;
+                            match action {
+                                Action::DoubleClick { .. } => self.page.double_click(p).await?,
+                                Action::RightClick { .. } => self.page.right_click(p).await?,
+                                _ => self.page.click(p).await?,
+                            }
                             (ok.clone(), ok)
                         }
                     }
