@@ -8,11 +8,15 @@
 //!   layout or the ledger.
 //! - [`Action`] and [`parse_reply`]: the reply grammar shared by recorded decisions and
 //!   live agents.
+//! - [`formats`]: other agents' reply formats (Anthropic and OpenAI computer use,
+//!   BrowserGym, UI-TARS, Qwen-VL) converted into actions, with the [`CoordinateSpace`]
+//!   the model saw.
 //! - [`Decision`] and [`DecisionSet`]: recorded replies, stored as JSONL.
 //! - [`seed`]: one root seed, every other seed derived from it by name.
 
 pub mod action;
 pub mod decision;
+pub mod formats;
 pub mod geometry;
 pub mod instruction;
 pub mod layout;
@@ -20,6 +24,7 @@ pub mod seed;
 
 pub use action::{parse_reply, Action, ParseError};
 pub use decision::{Decision, DecisionError, DecisionSet};
+pub use formats::{ActionFormat, Converted, CoordinateSpace, FormatError};
 pub use geometry::{Point, Rect, Size};
 pub use instruction::{Expectation, Instruction};
 pub use layout::{ChartLayout, FrameLayout, GridItem, GridLayout, Layout, SearchLayout, TaskKind};
