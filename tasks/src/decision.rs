@@ -110,7 +110,7 @@ impl Decision {
                 .map_err(|e| format!("the reply did not parse ({e}): {reply:?}"))?,
             _ => {
                 formats::parse(format, &reply)
-                    .map_err(|e| format!("reply.{e}"))?
+                    .map_err(|e| e.within("reply").to_string())?
                     .actions
             }
         };

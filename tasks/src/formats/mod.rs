@@ -45,6 +45,7 @@ pub mod anthropic;
 pub mod browsergym;
 pub mod openai;
 pub mod qwen;
+pub mod trajectory;
 pub mod uitars;
 
 use crate::action::{parse_reply, Action};
@@ -221,8 +222,10 @@ impl FormatError {
 
     /// The same error one level further out (`prefix.field`).
     pub(crate) fn within(mut self, prefix: &str) -> FormatError {
-        self.field = if self.field.is_empty() {
+        self.field = if self.field.is_empty() || self.field == prefix {
             prefix.to_string()
+        } else if self.field.starts_with("line ") {
+            format!("{prefix} {}", self.field)
         } else if self.field.starts_with('[') {
             format!("{prefix}{}", self.field)
         } else {
