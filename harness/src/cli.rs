@@ -39,6 +39,13 @@ pub enum Command {
     Serve(ServeArgs),
     /// Record decisions with an agent (the deterministic oracle) into JSONL files.
     Record(RecordArgs),
+    /// Import another agent's trajectory (Anthropic, OpenAI, BrowserGym, UI-TARS or
+    /// Qwen-VL replies) as decisions that replay like recorded ones.
+    ///
+    /// FILE holds one JSON object per line: {"layout_index": N, "image": [W, H],
+    /// "space": "image"|"normalized_1000", "reply": <the format's payload>}; `image` may
+    /// come from --image instead and `space` is optional.
+    Import(ImportArgs),
     /// Rebuild the tables and report of a stored run from its database alone.
     Report(ReportArgs),
     /// List the fault catalogue (or the tasks, policies or agents).
@@ -142,6 +149,31 @@ pub struct RecordArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The trajectory file (JSON lines).
+    pub file: PathBuf,
+    /// The replies' format: anthropic, openai, browsergym, uitars, qwen or faultline.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: String,
+    /// The task the trajectory was recorded on.
+    #[arg(long, value_name = "TASK")]
+    pub task: String,
+    /// The screenshot size the model was sent, for lines without their own `image`.
+    #[arg(long, value_name = "WxH")]
+    pub image: Option<String>,
+    /// The coordinate space (image or normalized_1000) for lines without their own
+    /// `space` [default: the format's: normalized_1000 for uitars, else image].
+    #[arg(long, value_name = "SPACE")]
+    pub space: Option<String>,
+    /// Root seed the layouts derive from.
+    #[arg(long, default_value_t = faultline_tasks::seed::DEFAULT_ROOT_SEED)]
+    pub seed: u64,
+    /// Where to write the decisions [default: results/import-<format>/<task>.jsonl].
+    #[arg(long, value_name = "PATH")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
 pub struct ReportArgs {
     /// A run's results.sqlite.
     pub database: PathBuf,
@@ -183,6 +215,7 @@ pub async fn dispatch(cli: Cli) -> Result<()> {
         Command::Run(args) => run(args).await,
         Command::Serve(args) => serve(args).await,
         Command::Record(args) => record(args).await,
+        Command::Import(args) => import(args),
         Command::Report(args) => report(args),
         Command::List(args) => list(args),
         Command::View(args) => view(args),
@@ -501,6 +534,87 @@ async fn record(args: RecordArgs) -> Result<()> {
     result
 }
 
+/// Parses `WxH` (for example `960x640`).
+fn parse_size(s: &str) -> Option<faultline_tasks::Size> {
+    let (w, h) = s.split_once(['x', 'X'])?;
+    let (w, h) = (w.trim().parse().ok()?, h.trim().parse().ok()?);
+    (w > 0 && h > 0).then_some(faultline_tasks::Size::new(w, h))
+}
+
+fn import(args: ImportArgs) -> Result<()> {
+    use faultline_tasks::formats::trajectory::{self, ImportOptions};
+    use faultline_tasks::{ActionFormat, CoordinateSpace};
+    let format: ActionFormat = args
+        .format
+        .parse()
+        .map_err(|e: String| usage(anyhow!("--format: {e}")))?;
+    let task: TaskKind = args
+        .task
+        .parse()
+        .map_err(|e: String| usage(anyhow!("--task: {e}")))?;
+    let image = match &args.image {
+        Some(s) => Some(parse_size(s).ok_or_else(|| {
+            usage(anyhow!(
+                "--image: expected WxH with both above 0 (e.g. 960x640), found `{s}`"
+            ))
+        })?),
+        None => None,
+    };
+    let space = match &args.space {
+        Some(s) => {
+            let space: CoordinateSpace = s
+                .parse()
+                .map_err(|e: String| usage(anyhow!("--space: {e}")))?;
+            if !format.allows(space) {
+                return Err(usage(anyhow!(
+                    "--space: expected {} for the {format} format, found {space}",
+                    format.default_space()
+                )));
+            }
+            Some(space)
+        }
+        None => None,
+    };
+    let name = args.file.display().to_string();
+    let text = std::fs::read_to_string(&args.file)
+        .map_err(|e| usage(anyhow!("{name}: cannot read: {e}")))?;
+    let set = trajectory::import(
+        &name,
+        &text,
+        &ImportOptions {
+            format,
+            task,
+            root_seed: args.seed,
+            image,
+            space,
+        },
+    )
+    .map_err(|e| usage(anyhow!(e)))?;
+    let out = args.out.unwrap_or_else(|| {
+        PathBuf::from("results")
+            .join(format!("import-{format}"))
+            .join(format!("{task}.jsonl"))
+    });
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let mut file =
+        std::fs::File::create(&out).with_context(|| format!("writing {}", out.display()))?;
+    for d in &set.decisions {
+        let mut line = serde_json::to_string(d)?;
+        line.push('\n');
+        file.write_all(line.as_bytes())
+            .with_context(|| format!("writing {}", out.display()))?;
+    }
+    println!(
+        "{}: {} {task} decisions imported from {name} ({format}); replay them with `decisions = \"{}\"` in a config",
+        out.display(),
+        set.decisions.len(),
+        out.display()
+    );
+    Ok(())
+}
+
 fn report(args: ReportArgs) -> Result<()> {
     use faultline_analysis::config::ProportionMethod;
     let db = faultline_analysis::db::ResultsDb::open_read_only(&args.database).map_err(usage)?;
@@ -570,6 +684,16 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn sizes_parse_as_w_x_h() {
+        assert_eq!(
+            parse_size("960x640"),
+            Some(faultline_tasks::Size::new(960, 640))
+        );
+        assert_eq!(parse_size("0x640"), None);
+        assert_eq!(parse_size("960"), None);
     }
 
     #[test]

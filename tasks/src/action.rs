@@ -6,7 +6,12 @@
 //! click(450, 300)      hover(120, 88)      scroll(0, 400)
 //! type("Record-10")    press("Enter")      wait(500)
 //! answer("42")         stop()
+//! double_click(450, 300)   right_click(450, 300)   press("Control+a")
 //! ```
+//!
+//! `press` takes one key name (`Enter`, `Tab`, `Escape`, `Backspace`, `Delete`, arrows,
+//! `Home`, `End`, `PageUp`, `PageDown`, `Space`, or a single character), optionally
+//! after modifiers joined with `+` (`Control`, `Alt`, `Shift`, `Meta`): `Control+a`.
 //!
 //! Coordinates are in **image** pixels (the screenshot the model saw). Lines that do not
 //! start with a known verb are commentary and are skipped, since real models explain
@@ -21,18 +26,54 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Action {
-    Click { x: f64, y: f64 },
-    Hover { x: f64, y: f64 },
-    Type { text: String },
-    Press { key: String },
-    Scroll { dx: f64, dy: f64 },
-    Wait { ms: u64 },
-    Answer { value: String },
+    Click {
+        x: f64,
+        y: f64,
+    },
+    /// Two left clicks in quick succession (the second with click count 2).
+    DoubleClick {
+        x: f64,
+        y: f64,
+    },
+    /// A right-button click.
+    RightClick {
+        x: f64,
+        y: f64,
+    },
+    Hover {
+        x: f64,
+        y: f64,
+    },
+    Type {
+        text: String,
+    },
+    Press {
+        key: String,
+    },
+    Scroll {
+        dx: f64,
+        dy: f64,
+    },
+    Wait {
+        ms: u64,
+    },
+    Answer {
+        value: String,
+    },
     Stop,
 }
 
 const VERBS: &[&str] = &[
-    "click", "hover", "type", "press", "scroll", "wait", "answer", "stop",
+    "click",
+    "double_click",
+    "right_click",
+    "hover",
+    "type",
+    "press",
+    "scroll",
+    "wait",
+    "answer",
+    "stop",
 ];
 
 impl Action {
@@ -42,6 +83,8 @@ impl Action {
         matches!(
             self,
             Action::Click { .. }
+                | Action::DoubleClick { .. }
+                | Action::RightClick { .. }
                 | Action::Hover { .. }
                 | Action::Type { .. }
                 | Action::Press { .. }
@@ -52,7 +95,10 @@ impl Action {
     /// The image-space point of a pointer action.
     pub fn point(&self) -> Option<Point> {
         match self {
-            Action::Click { x, y } | Action::Hover { x, y } => Some(Point::new(*x, *y)),
+            Action::Click { x, y }
+            | Action::DoubleClick { x, y }
+            | Action::RightClick { x, y }
+            | Action::Hover { x, y } => Some(Point::new(*x, *y)),
             _ => None,
         }
     }
@@ -60,6 +106,8 @@ impl Action {
     pub fn verb(&self) -> &'static str {
         match self {
             Action::Click { .. } => "click",
+            Action::DoubleClick { .. } => "double_click",
+            Action::RightClick { .. } => "right_click",
             Action::Hover { .. } => "hover",
             Action::Type { .. } => "type",
             Action::Press { .. } => "press",
@@ -75,6 +123,10 @@ impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Action::Click { x, y } => write!(f, "click({}, {})", num(*x), num(*y)),
+            Action::DoubleClick { x, y } => {
+                write!(f, "double_click({}, {})", num(*x), num(*y))
+            }
+            Action::RightClick { x, y } => write!(f, "right_click({}, {})", num(*x), num(*y)),
             Action::Hover { x, y } => write!(f, "hover({}, {})", num(*x), num(*y)),
             Action::Type { text } => write!(f, "type({})", quote(text)),
             Action::Press { key } => write!(f, "press({})", quote(key)),
@@ -113,7 +165,7 @@ fn quote(s: &str) -> String {
 /// Why a reply could not be parsed. `line` is 1-based within the reply.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ParseError {
-    #[error("the reply contains no action (expected one of: click, hover, type, press, scroll, wait, answer, stop)")]
+    #[error("the reply contains no action (expected one of: click, double_click, right_click, hover, type, press, scroll, wait, answer, stop)")]
     NoAction,
     #[error("reply line {line}: {reason}")]
     Malformed { line: usize, reason: String },
@@ -181,15 +233,17 @@ fn parse_call(verb: &str, rest: &str) -> Result<Action, String> {
         }
     };
     Ok(match verb {
-        "click" | "hover" => {
+        "click" | "double_click" | "right_click" | "hover" => {
             let v = nums(2)?;
             if v.iter().any(|c| *c < 0.0) {
                 return Err(format!("{verb} coordinates must not be negative"));
             }
-            if verb == "click" {
-                Action::Click { x: v[0], y: v[1] }
-            } else {
-                Action::Hover { x: v[0], y: v[1] }
+            let (x, y) = (v[0], v[1]);
+            match verb {
+                "click" => Action::Click { x, y },
+                "double_click" => Action::DoubleClick { x, y },
+                "right_click" => Action::RightClick { x, y },
+                _ => Action::Hover { x, y },
             }
         }
         "scroll" => {
@@ -300,7 +354,7 @@ mod tests {
 
     #[test]
     fn parses_every_verb() {
-        let reply = "I will search.\nclick(450, 300)\nhover(1.5, 2)\ntype(\"Record-10\")\npress(\"Enter\")\nscroll(0, -400)\nwait(250)\nanswer(\"42\")\nstop()";
+        let reply = "I will search.\nclick(450, 300)\nhover(1.5, 2)\ntype(\"Record-10\")\npress(\"Enter\")\nscroll(0, -400)\nwait(250)\nanswer(\"42\")\nstop()\ndouble_click(3, 4)\nright_click(5, 6)\npress(\"Control+a\")";
         let actions = parse_reply(reply).unwrap();
         assert_eq!(
             actions,
@@ -320,6 +374,11 @@ mod tests {
                 Action::Wait { ms: 250 },
                 Action::Answer { value: "42".into() },
                 Action::Stop,
+                Action::DoubleClick { x: 3.0, y: 4.0 },
+                Action::RightClick { x: 5.0, y: 6.0 },
+                Action::Press {
+                    key: "Control+a".into()
+                },
             ]
         );
     }
@@ -362,6 +421,8 @@ mod tests {
         prop_oneof![
             (coord.clone(), coord.clone()).prop_map(|(x, y)| Action::Click { x, y }),
             (coord.clone(), coord.clone()).prop_map(|(x, y)| Action::Hover { x, y }),
+            (coord.clone(), coord.clone()).prop_map(|(x, y)| Action::DoubleClick { x, y }),
+            (coord.clone(), coord.clone()).prop_map(|(x, y)| Action::RightClick { x, y }),
             text.prop_map(|text| Action::Type { text }),
             text.prop_map(|key| Action::Press { key }),
             (-3000i32..3000, -3000i32..3000).prop_map(|(dx, dy)| Action::Scroll {

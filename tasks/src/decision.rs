@@ -3,16 +3,40 @@
 //! One JSON object per line. Loading validates every line and reports the first problem
 //! as `file:line: field: what was expected`, so a hand-edited file fails loudly instead of
 //! silently replaying something else.
+//!
+//! Schema 2 adds `format` (the language of `reply`, [`ActionFormat`]) and `space` (the
+//! [`CoordinateSpace`] of the points in `actions`). A decision in faultline's own grammar
+//! in image space is still written as schema 1, without those two fields, so files
+//! recorded before schema 2 load, replay and re-record byte for byte; schema-1 lines
+//! read as `faultline` and `image`.
 
 use crate::action::{parse_reply, Action};
+use crate::formats::{self, ActionFormat, CoordinateSpace};
 use crate::geometry::Size;
 use crate::layout::{Layout, TaskKind};
 use crate::seed;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-/// The decision file format version.
-pub const DECISION_SCHEMA: u32 = 1;
+/// The decision file format version (the newest; schema 1 still loads).
+pub const DECISION_SCHEMA: u32 = 2;
+
+/// The schema a decision is written in: 1 when it needs nothing schema 2 added.
+pub fn schema_for(format: ActionFormat, space: CoordinateSpace) -> u32 {
+    if format == ActionFormat::Faultline && space == CoordinateSpace::Image {
+        1
+    } else {
+        DECISION_SCHEMA
+    }
+}
+
+fn is_faultline(f: &ActionFormat) -> bool {
+    *f == ActionFormat::Faultline
+}
+
+fn is_image(s: &CoordinateSpace) -> bool {
+    *s == CoordinateSpace::Image
+}
 
 /// One recorded reply and everything needed to replay it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,15 +49,22 @@ pub struct Decision {
     pub layout_seed: u64,
     /// The instruction the model was given.
     pub instruction: String,
-    /// The raw reply text, exactly as the model wrote it.
+    /// The language `reply` is written in (schema 2; `faultline` when absent).
+    #[serde(default, skip_serializing_if = "is_faultline")]
+    pub format: ActionFormat,
+    /// The raw reply text, exactly as the model wrote it (for JSON formats, the JSON).
     pub reply: String,
-    /// The actions parsed from `reply` by the clean parser.
+    /// The actions parsed from `reply` by the clean parser of `format`.
     pub actions: Vec<Action>,
-    /// The screenshot size the model saw; coordinates in `actions` are in this space.
+    /// The screenshot size the model saw.
     pub image: Size,
+    /// The space of the points in `actions` (schema 2; `image` when absent): the pixels
+    /// of `image`, or a 0–1000 grid over it.
+    #[serde(default, skip_serializing_if = "is_image")]
+    pub space: CoordinateSpace,
     /// The viewport the screenshot was taken of.
     pub viewport: Size,
-    /// Who made the decision: `oracle` or `model:<name>`.
+    /// Who made the decision: `oracle`, `model:<name>` or `import:<format>`.
     pub source: String,
 }
 
@@ -48,18 +79,54 @@ impl Decision {
         viewport: Size,
         source: &str,
     ) -> Result<Decision, String> {
-        let actions =
-            parse_reply(&reply).map_err(|e| format!("the reply did not parse ({e}): {reply:?}"))?;
+        Decision::import(
+            root_seed,
+            layout,
+            ActionFormat::Faultline,
+            reply,
+            None,
+            image,
+            viewport,
+            source,
+        )
+    }
+
+    /// A decision from a raw reply in any [`ActionFormat`], converted by that format's
+    /// parser; `space` overrides the format's default space (for the formats that come
+    /// in both conventions).
+    #[allow(clippy::too_many_arguments)]
+    pub fn import(
+        root_seed: u64,
+        layout: &Layout,
+        format: ActionFormat,
+        reply: String,
+        space: Option<CoordinateSpace>,
+        image: Size,
+        viewport: Size,
+        source: &str,
+    ) -> Result<Decision, String> {
+        let actions = match format {
+            ActionFormat::Faultline => parse_reply(&reply)
+                .map_err(|e| format!("the reply did not parse ({e}): {reply:?}"))?,
+            _ => {
+                formats::parse(format, &reply)
+                    .map_err(|e| e.within("reply").to_string())?
+                    .actions
+            }
+        };
+        let space = space.unwrap_or(format.default_space());
         let decision = Decision {
-            schema: DECISION_SCHEMA,
+            schema: schema_for(format, space),
             task: layout.task,
             root_seed,
             layout_index: layout.index,
             layout_seed: layout.seed,
             instruction: layout.instruction().text,
+            format,
             reply,
             actions,
             image,
+            space,
             viewport,
             source: source.to_string(),
         };
@@ -73,10 +140,23 @@ impl Decision {
 
     /// Checks the invariants a loaded decision must satisfy.
     pub fn validate(&self) -> Result<(), String> {
-        if self.schema != DECISION_SCHEMA {
+        if !(1..=DECISION_SCHEMA).contains(&self.schema) {
             return Err(format!(
-                "schema: expected {DECISION_SCHEMA}, found {}",
+                "schema: expected 1 or {DECISION_SCHEMA}, found {}",
                 self.schema
+            ));
+        }
+        if self.schema == 1 && schema_for(self.format, self.space) != 1 {
+            return Err(format!(
+                "schema: expected {DECISION_SCHEMA} for a decision with a format or space (schema 1 has neither), found 1"
+            ));
+        }
+        if !self.format.allows(self.space) {
+            return Err(format!(
+                "space: expected {} for the {} format, found {}",
+                self.format.default_space(),
+                self.format,
+                self.space
             ));
         }
         let expected_seed = seed::layout_seed(self.root_seed, self.task.name(), self.layout_index);
@@ -98,7 +178,13 @@ impl Decision {
                 return Err(format!("{name}: expected a non-zero size, found {size}"));
             }
         }
-        match parse_reply(&self.reply) {
+        let parsed = match self.format {
+            ActionFormat::Faultline => parse_reply(&self.reply).map_err(|e| e.to_string()),
+            f => formats::parse(f, &self.reply)
+                .map(|c| c.actions)
+                .map_err(|e| e.to_string()),
+        };
+        match parsed {
             Ok(parsed) if parsed == self.actions => {}
             Ok(parsed) => {
                 return Err(format!(
@@ -111,7 +197,7 @@ impl Decision {
         }
         if self.source.is_empty() {
             return Err(
-                "source: expected `oracle` or `model:<name>`, found an empty string".into(),
+                "source: expected `oracle`, `model:<name>` or `import:<format>`, found an empty string".into(),
             );
         }
         Ok(())
@@ -261,15 +347,17 @@ mod tests {
     fn sample() -> Decision {
         let layout = Layout::for_root(1, TaskKind::Grid, 2);
         Decision {
-            schema: DECISION_SCHEMA,
+            schema: 1,
             task: TaskKind::Grid,
             root_seed: 1,
             layout_index: 2,
             layout_seed: layout.seed,
             instruction: layout.instruction().text,
+            format: ActionFormat::Faultline,
             reply: "click(450, 300)".into(),
             actions: vec![Action::Click { x: 450.0, y: 300.0 }],
             image: IMAGE,
+            space: CoordinateSpace::Image,
             viewport: VIEWPORT,
             source: "oracle".into(),
         }
@@ -333,6 +421,88 @@ mod tests {
         let e = DecisionSet::parse("d.jsonl", &format!("{good}\n{good}")).unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.reason.contains("duplicate"), "{}", e.reason);
+    }
+
+    #[test]
+    fn faultline_decisions_keep_the_schema_1_bytes() {
+        let d = sample();
+        let text = serde_json::to_string(&d).unwrap();
+        assert!(text.starts_with("{\"schema\":1,"), "{text}");
+        assert!(
+            !text.contains("format") && !text.contains("space"),
+            "{text}"
+        );
+        let layout = Layout::for_root(1, TaskKind::Grid, 2);
+        let again =
+            Decision::from_reply(1, &layout, d.reply.clone(), IMAGE, VIEWPORT, "oracle").unwrap();
+        assert_eq!(serde_json::to_string(&again).unwrap(), text);
+        // Every committed line re-serialises to itself.
+        for line in include_str!("../decisions/grid.jsonl").lines() {
+            let d: Decision = serde_json::from_str(line).unwrap();
+            assert_eq!(serde_json::to_string(&d).unwrap(), line);
+        }
+    }
+
+    #[test]
+    fn imported_decisions_carry_format_and_space() {
+        let layout = Layout::for_root(1, TaskKind::Grid, 2);
+        let reply = r#"{"action":"left_click","coordinate":[450,300]}"#.to_string();
+        let d = Decision::import(
+            1,
+            &layout,
+            ActionFormat::Anthropic,
+            reply,
+            None,
+            IMAGE,
+            VIEWPORT,
+            "import:anthropic",
+        )
+        .unwrap();
+        assert_eq!((d.schema, d.space), (2, CoordinateSpace::Image));
+        assert_eq!(d.actions, vec![Action::Click { x: 450.0, y: 300.0 }]);
+        let text = serde_json::to_string(&d).unwrap();
+        assert!(text.contains("\"format\":\"anthropic\""), "{text}");
+        let back = DecisionSet::parse("i.jsonl", &text).unwrap();
+        assert_eq!(back.decisions, vec![d.clone()]);
+
+        let tars = Decision::import(
+            1,
+            &layout,
+            ActionFormat::UiTars,
+            "Action: click(start_box='(500,500)')".into(),
+            None,
+            IMAGE,
+            VIEWPORT,
+            "import:uitars",
+        )
+        .unwrap();
+        assert_eq!(tars.space, CoordinateSpace::Normalized1000);
+        assert!(serde_json::to_string(&tars)
+            .unwrap()
+            .contains("\"space\":\"normalized_1000\""));
+
+        // A space the format does not have, and a schema-1 line with a format, are errors.
+        let mut bad = d.clone();
+        bad.space = CoordinateSpace::Normalized1000;
+        assert!(bad.validate().unwrap_err().starts_with("space:"));
+        let mut bad = d.clone();
+        bad.schema = 1;
+        assert!(bad.validate().unwrap_err().starts_with("schema:"));
+        let mut bad = d;
+        bad.actions = vec![Action::Click { x: 1.0, y: 2.0 }];
+        assert!(bad.validate().unwrap_err().starts_with("actions:"));
+        let e = Decision::import(
+            1,
+            &layout,
+            ActionFormat::OpenAi,
+            "{}".into(),
+            None,
+            IMAGE,
+            VIEWPORT,
+            "import:openai",
+        )
+        .unwrap_err();
+        assert!(e.starts_with("reply.type: expected a string"), "{e}");
     }
 
     #[test]

@@ -11,6 +11,9 @@
 //!   layout or the ledger.
 //! - [`Action`] and [`parse_reply`]: the reply grammar shared by recorded decisions and
 //!   live agents.
+//! - [`formats`]: other agents' reply formats (Anthropic and OpenAI computer use,
+//!   BrowserGym, UI-TARS, Qwen-VL) converted into actions, with the [`CoordinateSpace`]
+//!   the model saw.
 //! - [`Decision`] and [`DecisionSet`]: recorded replies, stored as JSONL.
 //! - [`Condition`], [`Verdict`] and [`StopReason`]: what a trial or an episode came to,
 //!   as the harness stores it and the analysis reads it back.
@@ -20,6 +23,7 @@
 pub mod action;
 pub mod decision;
 pub mod expectation;
+pub mod formats;
 pub mod geometry;
 pub mod instruction;
 pub mod layout;
@@ -31,6 +35,7 @@ pub mod task;
 pub use action::{parse_reply, Action, ParseError};
 pub use decision::{Decision, DecisionError, DecisionSet};
 pub use expectation::Expectation;
+pub use formats::{ActionFormat, Converted, CoordinateSpace, FormatError};
 pub use geometry::{Point, Rect, Size};
 pub use instruction::Instruction;
 pub use layout::{ChartLayout, FrameLayout, GridItem, GridLayout, Layout, SearchLayout};

@@ -4,7 +4,8 @@
 //! observation (the screenshot at image size and the visible text of every frame,
 //! captured at the same instant), what the active verification policy said about the
 //! last step, the episode's history and the remaining browser-action budget — and
-//! returns a raw reply. The reply goes through the same parse stage as a recorded
+//! returns a raw reply, in faultline's reply grammar or in any other
+//! [`ActionFormat`] it names. The reply goes through the same parse stage as a recorded
 //! decision, so parse faults apply to it too.
 //!
 //! The view is all an agent gets: no agent can reach the ledger, the layout or the page
@@ -33,7 +34,7 @@ pub use registry::{AgentContext, Registry};
 pub use replay::ReplayAgent;
 
 use faultline_policies::{Observation, Verdict};
-use faultline_tasks::{Action, Instruction, Size};
+use faultline_tasks::{Action, ActionFormat, Instruction, Size};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
@@ -94,10 +95,18 @@ pub struct TokenUsage {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentReply {
     pub text: String,
+    /// The language `text` is written in (faultline's own grammar unless the agent says
+    /// otherwise); the parse stage converts it, with the format's coordinate space.
+    #[serde(default, skip_serializing_if = "is_faultline")]
+    pub format: ActionFormat,
     /// Token usage, when a model wrote it.
     pub usage: Option<TokenUsage>,
     /// Network calls made for this reply (0 when it came from a cassette).
     pub model_calls: u32,
+}
+
+fn is_faultline(f: &ActionFormat) -> bool {
+    *f == ActionFormat::Faultline
 }
 
 impl AgentReply {
@@ -105,6 +114,7 @@ impl AgentReply {
     pub fn text(text: impl Into<String>) -> AgentReply {
         AgentReply {
             text: text.into(),
+            format: ActionFormat::Faultline,
             usage: None,
             model_calls: 0,
         }

@@ -288,6 +288,7 @@ impl OpenAiAgent {
             tracing::debug!(key = %key, step = view.step, "openai: cassette hit");
             return Ok(AgentReply {
                 text,
+                format: faultline_tasks::ActionFormat::Faultline,
                 usage,
                 model_calls: 0,
             });
@@ -313,6 +314,7 @@ impl OpenAiAgent {
             parse_completion(&stored).map_err(|e| AgentError(format!("openai: {e}")))?;
         Ok(AgentReply {
             text,
+            format: faultline_tasks::ActionFormat::Faultline,
             usage,
             model_calls: calls,
         })

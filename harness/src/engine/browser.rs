@@ -473,12 +473,20 @@ impl TrialPage {
             .ok_or_else(|| anyhow!("performance.now() did not return a number"))
     }
 
-    async fn mouse(&self, kind: DispatchMouseEventType, p: Point, button: bool) -> Result<()> {
+    async fn mouse(
+        &self,
+        kind: DispatchMouseEventType,
+        p: Point,
+        button: Option<(MouseButton, i64)>,
+    ) -> Result<()> {
         let mut params = DispatchMouseEventParams::new(kind, p.x, p.y);
-        if button {
-            params.button = Some(MouseButton::Left);
-            params.click_count = Some(1);
-            params.buttons = Some(1);
+        if let Some((button, count)) = button {
+            params.buttons = Some(match button {
+                MouseButton::Right => 2,
+                _ => 1,
+            });
+            params.button = Some(button);
+            params.click_count = Some(count);
         }
         self.page
             .execute(params)
@@ -489,17 +497,45 @@ impl TrialPage {
 
     /// A trusted left click at a viewport point.
     pub async fn click(&self, p: Point) -> Result<()> {
-        self.mouse(DispatchMouseEventType::MouseMoved, p, false)
+        self.click_with(p, MouseButton::Left, 1).await
+    }
+
+    /// A trusted double click at a viewport point: two presses and releases, the second
+    /// with click count 2 (what a browser sees from a real double click).
+    pub async fn double_click(&self, p: Point) -> Result<()> {
+        self.click_with(p, MouseButton::Left, 2).await
+    }
+
+    /// A trusted right click at a viewport point.
+    pub async fn right_click(&self, p: Point) -> Result<()> {
+        self.click_with(p, MouseButton::Right, 1).await
+    }
+
+    /// Moves to `p`, then presses and releases `button` `count` times with rising click
+    /// counts.
+    async fn click_with(&self, p: Point, button: MouseButton, count: i64) -> Result<()> {
+        self.mouse(DispatchMouseEventType::MouseMoved, p, None)
             .await?;
-        self.mouse(DispatchMouseEventType::MousePressed, p, true)
+        for n in 1..=count {
+            self.mouse(
+                DispatchMouseEventType::MousePressed,
+                p,
+                Some((button.clone(), n)),
+            )
             .await?;
-        self.mouse(DispatchMouseEventType::MouseReleased, p, true)
-            .await
+            self.mouse(
+                DispatchMouseEventType::MouseReleased,
+                p,
+                Some((button.clone(), n)),
+            )
+            .await?;
+        }
+        Ok(())
     }
 
     /// Moves the mouse to a viewport point.
     pub async fn hover(&self, p: Point) -> Result<()> {
-        self.mouse(DispatchMouseEventType::MouseMoved, p, false)
+        self.mouse(DispatchMouseEventType::MouseMoved, p, None)
             .await
     }
 
@@ -512,30 +548,29 @@ impl TrialPage {
         Ok(())
     }
 
-    /// Presses and releases a named key (`Enter`, `Tab`, `Escape`, `Backspace`, ...).
+    /// Presses and releases a key, optionally holding modifiers: `Enter`, `Tab`, `Escape`,
+    /// `Backspace`, `Delete`, the arrows, `Home`, `End`, `PageUp`, `PageDown`, `Space`, or
+    /// a single character, after any of `Control+`, `Alt+`, `Shift+`, `Meta+`
+    /// (`Control+a`).
     pub async fn press(&self, key: &str) -> Result<()> {
-        let (code, vk, text) = match key {
-            "Enter" => ("Enter", 13, Some("\r")),
-            "Tab" => ("Tab", 9, None),
-            "Escape" => ("Escape", 27, None),
-            "Backspace" => ("Backspace", 8, None),
-            "ArrowDown" => ("ArrowDown", 40, None),
-            "ArrowUp" => ("ArrowUp", 38, None),
-            "Space" | " " => ("Space", 32, Some(" ")),
-            other => bail!("unsupported key `{other}` (supported: Enter, Tab, Escape, Backspace, ArrowDown, ArrowUp, Space)"),
-        };
+        let KeyChord {
+            modifiers,
+            key,
+            code,
+            vk,
+            text,
+        } = key_chord(key)?;
         for kind in [DispatchKeyEventType::KeyDown, DispatchKeyEventType::KeyUp] {
             let mut p = DispatchKeyEventParams::new(kind.clone());
-            p.key = Some(if code == "Space" {
-                " ".into()
-            } else {
-                code.into()
-            });
-            p.code = Some(code.into());
+            p.key = Some(key.clone());
+            p.code = Some(code.clone());
             p.windows_virtual_key_code = Some(vk);
             p.native_virtual_key_code = Some(vk);
+            if modifiers != 0 {
+                p.modifiers = Some(modifiers);
+            }
             if kind == DispatchKeyEventType::KeyDown {
-                p.text = text.map(str::to_string);
+                p.text = text.clone();
             }
             self.page.execute(p).await.context("dispatching a key")?;
         }
@@ -720,6 +755,101 @@ impl TrialPage {
     }
 }
 
+/// A key event's fields: what [`TrialPage::press`] sends.
+#[derive(Debug, PartialEq)]
+struct KeyChord {
+    /// CDP's modifier bit field: Alt 1, Control 2, Meta 4, Shift 8.
+    modifiers: i64,
+    key: String,
+    code: String,
+    vk: i64,
+    /// The text the key inserts (none while Control, Alt or Meta is held).
+    text: Option<String>,
+}
+
+/// The key names [`TrialPage::press`] supports, for its error message.
+const SUPPORTED_KEYS: &str = "Enter, Tab, Escape, Backspace, Delete, ArrowDown, ArrowUp, ArrowLeft, ArrowRight, Home, End, PageUp, PageDown, Space or one character, optionally after Control+, Alt+, Shift+ or Meta+";
+
+fn key_chord(chord: &str) -> Result<KeyChord> {
+    // `Control++` presses `+`: the last `+` is the key when the chord ends in two.
+    let (mods, name) = match chord.strip_suffix("++") {
+        Some(head) => (head, "+"),
+        None => match chord.rsplit_once('+') {
+            Some((head, tail)) if !tail.is_empty() => (head, tail),
+            _ => ("", chord),
+        },
+    };
+    let mut modifiers = 0;
+    for m in mods.split('+').filter(|m| !m.is_empty()) {
+        modifiers |= match m {
+            "Alt" => 1,
+            "Control" => 2,
+            "Meta" => 4,
+            "Shift" => 8,
+            other => {
+                bail!("unsupported modifier `{other}` in `{chord}` (supported: {SUPPORTED_KEYS})")
+            }
+        };
+    }
+    let named = |code: &str, vk: i64, text: Option<&str>| {
+        (
+            code.to_string(),
+            code.to_string(),
+            vk,
+            text.map(str::to_string),
+        )
+    };
+    let (key, code, vk, text) = match name {
+        "Enter" => named("Enter", 13, Some("\r")),
+        "Tab" => named("Tab", 9, None),
+        "Escape" => named("Escape", 27, None),
+        "Backspace" => named("Backspace", 8, None),
+        "Delete" => named("Delete", 46, None),
+        "ArrowDown" => named("ArrowDown", 40, None),
+        "ArrowUp" => named("ArrowUp", 38, None),
+        "ArrowLeft" => named("ArrowLeft", 37, None),
+        "ArrowRight" => named("ArrowRight", 39, None),
+        "Home" => named("Home", 36, None),
+        "End" => named("End", 35, None),
+        "PageUp" => named("PageUp", 33, None),
+        "PageDown" => named("PageDown", 34, None),
+        "Space" | " " => (
+            " ".to_string(),
+            "Space".to_string(),
+            32,
+            Some(" ".to_string()),
+        ),
+        one if one.chars().count() == 1 => {
+            let c = one.chars().next().expect("one character");
+            let (code, vk) = if c.is_ascii_alphabetic() {
+                (
+                    format!("Key{}", c.to_ascii_uppercase()),
+                    i64::from(c.to_ascii_uppercase() as u8),
+                )
+            } else if c.is_ascii_digit() {
+                (format!("Digit{c}"), i64::from(c as u8))
+            } else {
+                (String::new(), 0)
+            };
+            (one.to_string(), code, vk, Some(one.to_string()))
+        }
+        other => bail!("unsupported key `{other}` (supported: {SUPPORTED_KEYS})"),
+    };
+    // Holding Control, Alt or Meta makes a key a command, not text.
+    let text = if modifiers & (1 | 2 | 4) != 0 {
+        None
+    } else {
+        text
+    };
+    Ok(KeyChord {
+        modifiers,
+        key,
+        code,
+        vk,
+        text,
+    })
+}
+
 fn base64_decode(data: &str) -> Result<Vec<u8>> {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD
@@ -730,6 +860,38 @@ fn base64_decode(data: &str) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod wrapper_tests {
     use super::*;
+
+    #[test]
+    fn key_chords() {
+        let enter = key_chord("Enter").unwrap();
+        assert_eq!(
+            (
+                enter.modifiers,
+                enter.key.as_str(),
+                enter.vk,
+                enter.text.as_deref()
+            ),
+            (0, "Enter", 13, Some("\r"))
+        );
+        let space = key_chord("Space").unwrap();
+        assert_eq!((space.key.as_str(), space.code.as_str()), (" ", "Space"));
+        let select_all = key_chord("Control+a").unwrap();
+        assert_eq!(
+            (
+                select_all.modifiers,
+                select_all.code.as_str(),
+                select_all.vk,
+                select_all.text
+            ),
+            (2, "KeyA", 65, None)
+        );
+        let shift_tab = key_chord("Shift+Tab").unwrap();
+        assert_eq!((shift_tab.modifiers, shift_tab.code.as_str()), (8, "Tab"));
+        assert_eq!(key_chord("Control++").unwrap().key, "+");
+        assert_eq!(key_chord("+").unwrap().key, "+");
+        assert!(key_chord("Hyper+a").is_err());
+        assert!(key_chord("F13").is_err());
+    }
 
     #[test]
     fn a_wrapper_script_resolves_to_the_binary_it_starts() {

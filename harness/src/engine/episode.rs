@@ -30,7 +30,7 @@ use anyhow::{Context, Result};
 use faultline_faults::{FaultPlan, Witness};
 use faultline_policies::{Evidence, Observation, PageState, Verdict, VerificationPolicy};
 use faultline_sites::{LedgerEvent, Truth};
-use faultline_tasks::{Action, Decision, Instruction};
+use faultline_tasks::{Action, ActionFormat, Decision, Instruction};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -188,8 +188,16 @@ async fn drive(
     let mut model_calls = 0u32;
     let mut usage_total: Option<TokenUsage> = None;
     let mut first: Option<(Verdict, bool)> = None;
-    // A self-report fault rewrites what the recorded agent replied.
-    let (mut reply, mut decision_witness) = spec.fault.on_decision(&spec.decision.reply);
+    // A self-report fault rewrites what the recorded agent replied (in faultline's
+    // grammar; a reply in another format is left alone).
+    let (mut reply, mut decision_witness) = if spec.decision.format == ActionFormat::Faultline {
+        spec.fault.on_decision(&spec.decision.reply)
+    } else {
+        (spec.decision.reply.clone(), None)
+    };
+    // The recorded decision's format and space; each agent reply brings its own format.
+    let mut reply_format = spec.decision.format;
+    let mut reply_space = Some(spec.decision.space);
     let mut reply_usage: Option<TokenUsage> = None;
     let mut error = None;
 
@@ -217,17 +225,22 @@ async fn drive(
         };
 
         // --- parse stage (the fault is armed: a parse fault acts on every reply) ---
-        let (actions, parse_witness) = match parse_stage(&reply, Some(&spec.fault)) {
-            Ok((a, w)) => (a, decision_witness.take().or(w)),
-            Err(e) => {
-                record.parse_error = Some(e.0.clone());
-                record.tool_message = e.to_string();
-                (record.truth, record.ledger_events) = checkpoint(session, None).await?;
-                steps.push(record);
-                error = Some(e.to_string());
-                break 'episode StopReason::ParseError;
-            }
-        };
+        let (actions, space, parse_witness) =
+            match parse_stage(&reply, reply_format, Some(&spec.fault)) {
+                Ok((c, w)) => (
+                    c.actions,
+                    reply_space.take().unwrap_or(c.space),
+                    decision_witness.take().or(w),
+                ),
+                Err(e) => {
+                    record.parse_error = Some(e.0.clone());
+                    record.tool_message = e.to_string();
+                    (record.truth, record.ledger_events) = checkpoint(session, None).await?;
+                    steps.push(record);
+                    error = Some(e.to_string());
+                    break 'episode StopReason::ParseError;
+                }
+            };
         let browser = actions.iter().filter(|a| a.is_browser_action()).count() as u32;
         record.actions = actions.clone();
         record.browser_actions = browser;
@@ -265,7 +278,7 @@ async fn drive(
         }
 
         // --- execute, feedback, observe ---
-        let outcome = session.rt().act(actions, parse_witness).await?;
+        let outcome = session.rt().act(actions, space, parse_witness).await?;
         if !from_decision {
             spent += browser;
         }
@@ -337,6 +350,8 @@ async fn drive(
                     t.completion_tokens += u.completion_tokens;
                 }
                 reply = r.text;
+                reply_format = r.format;
+                reply_space = None;
                 reply_usage = r.usage;
             }
             Err(e) => {

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use faultline_faults::{FaultPlan, Witness};
 use faultline_policies::{Evidence, Judgement};
 use faultline_sites::{Ledger, Truth};
-use faultline_tasks::Decision;
+use faultline_tasks::{ActionFormat, Decision};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -51,11 +51,12 @@ pub async fn run_trial(
     let started = Instant::now();
     let layout = decision.layout();
     let instruction = layout.instruction();
-    // A self-report fault rewrites what the agent replied; a site fault is armed on the
-    // scope before the page loads.
+    // A self-report fault rewrites what the agent replied (in faultline's grammar; a
+    // reply in another format is left alone, so the fault does not fire); a site fault
+    // is armed on the scope before the page loads.
     let (reply, reply_witness) = match &fault {
-        Some(f) => f.on_decision(&decision.reply),
-        None => (decision.reply.clone(), None),
+        Some(f) if decision.format == ActionFormat::Faultline => f.on_decision(&decision.reply),
+        _ => (decision.reply.clone(), None),
     };
     let mut session = Session::open(engine, &layout, fault, decision.image).await?;
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "loaded");
@@ -64,7 +65,11 @@ pub async fn run_trial(
         .observe_now()
         .await
         .context("observing before the action")?;
-    let step = match session.rt().step(&reply).await? {
+    let step = match session
+        .rt()
+        .step(&reply, decision.format, Some(decision.space))
+        .await?
+    {
         Ok(s) => s,
         Err(parse_error) => {
             let finished = session.finish();

@@ -67,7 +67,7 @@ async fn oracle_reply(env: &Engine, layout: &Layout) -> Result<String> {
             let hover = format!("hover({x}, {y})");
             let step = session
                 .rt()
-                .step(&hover)
+                .step(&hover, faultline_tasks::ActionFormat::Faultline, None)
                 .await?
                 .map_err(|e| anyhow!("oracle reply did not parse: {e}"))?;
             let needle = format!("{}: ", layout.target());
@@ -162,11 +162,19 @@ pub async fn record_with_agent(
     }
     .await;
     let reply = reply?;
-    let decision =
-        match Decision::from_reply(root_seed, &layout, reply.text, image, env.viewport, source) {
-            Ok(d) => d,
-            Err(e) => return Ok(Recorded::Rejected(e)),
-        };
+    let decision = match Decision::import(
+        root_seed,
+        &layout,
+        reply.format,
+        reply.text,
+        None,
+        image,
+        env.viewport,
+        source,
+    ) {
+        Ok(d) => d,
+        Err(e) => return Ok(Recorded::Rejected(e)),
+    };
     let check = run_trial(env, &decision, None).await?;
     Ok(if check.truth.achieved {
         Recorded::Kept(decision)

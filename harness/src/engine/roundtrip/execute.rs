@@ -1,14 +1,16 @@
 //! The execute stage: typed actions -> browser input events.
 //!
-//! Pointer actions carry points in the screenshot the model saw; an honest executor
-//! scales them to the viewport (`execute.unscaled_coordinates` does not). Each action
+//! Pointer actions carry points in the space the model saw ([`CoordinateSpace`]): pixels
+//! of the screenshot, or a 0–1000 grid over it. An honest executor scales them from that
+//! space to the viewport; `execute.unscaled_coordinates` does not, and uses the raw
+//! numbers as viewport pixels. Each action
 //! yields the honest tool message for it and the message it would have had on success
 //! (the feedback stage chooses between them).
 
 use crate::engine::roundtrip::RoundTrip;
 use anyhow::Result;
 use faultline_faults::{FaultPlan, Witness};
-use faultline_tasks::{Action, Point};
+use faultline_tasks::{Action, CoordinateSpace, Point};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -48,15 +50,21 @@ pub struct Execution {
 }
 
 impl RoundTrip {
-    /// Dispatches every action in order.
-    pub(super) async fn execute(&mut self, actions: &[Action]) -> Result<Execution> {
+    /// Dispatches every action in order; pointer actions' points are in `space` over
+    /// the round trip's image.
+    pub(super) async fn execute(
+        &mut self,
+        actions: &[Action],
+        space: CoordinateSpace,
+    ) -> Result<Execution> {
         let mut x = Execution::default();
+        let source = space.extent(self.image);
         for action in actions {
             let viewport_point = match action.point() {
                 Some(p) => {
                     let (vp, w) = match &self.fault {
-                        Some(f) => f.on_execute(p, self.image, self.page.viewport()),
-                        None => (p.scale(self.image, self.page.viewport()), None),
+                        Some(f) => f.on_execute(p, source, self.page.viewport()),
+                        None => (p.scale(source, self.page.viewport()), None),
                     };
                     x.witness = x.witness.or(w);
                     Some(vp)
@@ -68,9 +76,13 @@ impl RoundTrip {
                 .as_ref()
                 .and_then(|f| f.fails_dispatch(action, viewport_point));
             let (honest, nominal) = match action {
-                Action::Click { .. } => {
+                Action::Click { .. } | Action::DoubleClick { .. } | Action::RightClick { .. } => {
                     let p = viewport_point.expect("clicks have points");
-                    let ok = format!("Clicked at {p}.");
+                    let ok = match action {
+                        Action::DoubleClick { .. } => format!("Double-clicked at {p}."),
+                        Action::RightClick { .. } => format!("Right-clicked at {p}."),
+                        _ => format!("Clicked at {p}."),
+                    };
                     x.last_click = Some(p);
                     match dispatch_error {
                         Some(e) => (e, ok),
@@ -86,7 +98,11 @@ impl RoundTrip {
                                 x.last_pointer_into_iframe =
                                     self.page.element_tag_at(p).await?.as_deref() == Some("IFRAME");
                             }
-                            self.page.click(p).await?;
+                            match action {
+                                Action::DoubleClick { .. } => self.page.double_click(p).await?,
+                                Action::RightClick { .. } => self.page.right_click(p).await?,
+                                _ => self.page.click(p).await?,
+                            }
                             (ok.clone(), ok)
                         }
                     }

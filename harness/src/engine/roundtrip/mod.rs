@@ -2,7 +2,8 @@
 //! each with a fault hook:
 //!
 //! 1. [`parse`]: reply text -> typed actions (chat special tokens are stripped first);
-//! 2. [`execute`]: actions -> browser input events (image points scaled to the viewport);
+//! 2. [`execute`]: actions -> browser input events (points scaled from the space the
+//!    model saw to the viewport);
 //! 3. [`feedback`]: what the tool reports back about what it did;
 //! 4. [`observe`]: after a settle wait, a screenshot at image size + the visible text of
 //!    every frame, captured at the same instant.
@@ -24,7 +25,7 @@ use crate::engine::browser::TrialPage;
 use anyhow::Result;
 use faultline_faults::{BeforeAct, FaultPlan, Witness};
 use faultline_policies::{Observation, PageState};
-use faultline_tasks::{Action, Layout, Size};
+use faultline_tasks::{Action, ActionFormat, CoordinateSpace, Layout, Size};
 use serde::{Deserialize, Serialize};
 
 /// Timing knobs of the round trip.
@@ -151,20 +152,31 @@ impl RoundTrip {
         self.marks.last().map(|m| m.id)
     }
 
-    /// Runs one reply through parse -> execute -> feedback -> observe.
-    pub async fn step(&mut self, reply: &str) -> Result<Result<StepOutcome, ReplyError>> {
-        let (actions, parse_witness) = match parse_stage(reply, self.fault.as_ref()) {
+    /// Runs one reply in `format` through parse -> execute -> feedback -> observe. Its
+    /// points are in `space` when given (a decision's recorded space), else in the
+    /// format's default space.
+    pub async fn step(
+        &mut self,
+        reply: &str,
+        format: ActionFormat,
+        space: Option<CoordinateSpace>,
+    ) -> Result<Result<StepOutcome, ReplyError>> {
+        let (converted, parse_witness) = match parse_stage(reply, format, self.fault.as_ref()) {
             Ok(v) => v,
             Err(e) => return Ok(Err(e)),
         };
-        self.act(actions, parse_witness).await.map(Ok)
+        let space = space.unwrap_or(converted.space);
+        self.act(converted.actions, space, parse_witness)
+            .await
+            .map(Ok)
     }
 
-    /// Runs already parsed actions through execute -> feedback -> observe.
-    /// `parse_witness` is the parse stage's witness for them, if any.
+    /// Runs already parsed actions, whose points are in `space`, through execute ->
+    /// feedback -> observe. `parse_witness` is the parse stage's witness for them, if any.
     pub async fn act(
         &mut self,
         actions: Vec<Action>,
+        space: CoordinateSpace,
         parse_witness: Option<Witness>,
     ) -> Result<StepOutcome> {
         let mut witness = parse_witness;
@@ -172,7 +184,7 @@ impl RoundTrip {
             self.before_act_done = true;
             witness = witness.or(self.before_act().await?);
         }
-        let mut execution = self.execute(&actions).await?;
+        let mut execution = self.execute(&actions, space).await?;
         witness = witness.or(execution.witness.take());
         let load_error = self.settle(&actions, &execution).await?;
         let (tool_message, feedback_witness) = feedback::report(

@@ -46,7 +46,11 @@ impl RoundTrip {
         let may_navigate = actions.iter().any(|a| {
             matches!(
                 a,
-                Action::Click { .. } | Action::Press { .. } | Action::Type { .. }
+                Action::Click { .. }
+                    | Action::DoubleClick { .. }
+                    | Action::RightClick { .. }
+                    | Action::Press { .. }
+                    | Action::Type { .. }
             )
         });
         if !may_navigate {
