@@ -5,6 +5,7 @@
 
 pub mod compare;
 pub mod db;
+pub mod infra;
 pub mod plots;
 pub mod recovery;
 pub mod report;

@@ -255,6 +255,7 @@ pub fn write_all(
         plots_present: files.plots.iter().any(|p| p.ends_with("click_overlay.svg")),
         plot_notes: &plot_notes,
     })?;
+    let md = crate::infra::append_to_report(db, out, md)?;
     write(&files.report_md, &md)?;
     Ok(files)
 }
