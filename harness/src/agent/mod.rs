@@ -16,6 +16,7 @@
 //! |---|---|
 //! | `replay` | the recorded decision, nothing more: it stops at once ([`replay`]) |
 //! | `scripted` | a transparent rule-based baseline ([`scripted::ScriptedAgent`]) |
+//! | `exec` | an external process speaking the agent protocol ([`crate::plugin::agent`]) |
 //! | `openai` | any OpenAI-compatible chat-completions endpoint, through a [`cassette`] |
 //!
 //! To add an agent: one file here implementing [`Agent`], one line in

@@ -37,6 +37,10 @@ impl Default for Registry {
         };
         r.register("replay", |_| Ok(Arc::new(ReplayAgent)));
         r.register("scripted", |_| Ok(Arc::new(ScriptedAgent)));
+        r.register("exec", |cx| match &cx.config.exec {
+            Some(spec) => Ok(Arc::new(crate::plugin::agent::ExecAgent::new(spec.clone()))),
+            None => Err("the `exec` agent needs an [exec] section with a command".into()),
+        });
         r.register("openai", |cx| {
             let path = cx.config.cassette.path_in(cx.out);
             let cassette = Cassette::open(&path, cx.config.cassette.mode)?;
@@ -86,17 +90,16 @@ mod tests {
     fn the_built_in_agents_are_registered_in_their_documented_order() {
         assert_eq!(
             Registry::default().names(),
-            ["replay", "scripted", "openai"]
+            ["replay", "scripted", "exec", "openai"]
         );
     }
 
     #[test]
     fn every_registered_agent_builds_from_the_default_config_and_reports_its_name() {
-        let config = crate::config::resolve(
-            &crate::config::load_text(None).unwrap(),
-            &crate::config::Overrides::default(),
-        )
-        .unwrap();
+        let mut text = crate::config::load_text(None).unwrap();
+        text.text
+            .push_str("\n[exec]\ncommand = [\"python3\", \"agent.py\"]\n");
+        let config = crate::config::resolve(&text, &crate::config::Overrides::default()).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let registry = Registry::default();
         for name in registry.names() {
@@ -121,6 +124,6 @@ mod tests {
             Err(e) => e,
             Ok(_) => panic!("an unknown agent built"),
         };
-        assert!(err.contains("replay, scripted, openai"), "{err}");
+        assert!(err.contains("replay, scripted, exec, openai"), "{err}");
     }
 }

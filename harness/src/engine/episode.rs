@@ -68,6 +68,10 @@ pub enum StopReason {
     StepCap,
     /// The agent could not reply (e.g. the model endpoint failed).
     AgentError,
+    /// The policy could not judge a step (an external verifier failed): an
+    /// infrastructure error, so the episode is not scored or stored (see
+    /// [`EpisodeResult::infra_error`]).
+    PolicyError,
 }
 
 impl StopReason {
@@ -79,6 +83,7 @@ impl StopReason {
             StopReason::OverBudget => "over_budget",
             StopReason::StepCap => "step_cap",
             StopReason::AgentError => "agent_error",
+            StopReason::PolicyError => "policy_error",
         }
     }
 }
@@ -127,6 +132,9 @@ pub struct EpisodeResult {
     pub model_calls: u32,
     pub usage: Option<TokenUsage>,
     pub duration_ms: f64,
+    /// Set when the policy could not judge a step: the episode measured nothing about
+    /// recovery, and is stored as an infrastructure error only.
+    pub infra_error: Option<faultline_policies::InfraError>,
 }
 
 /// What an episode is.
@@ -175,6 +183,7 @@ pub async fn run_episode(engine: &Engine, spec: &EpisodeSpec<'_>) -> Result<Epis
         model_calls: transcript.model_calls,
         usage: transcript.usage,
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+        infra_error: transcript.infra_error,
     })
 }
 
@@ -189,6 +198,7 @@ struct Transcript {
     first: Option<(Verdict, bool)>,
     model_calls: u32,
     usage: Option<TokenUsage>,
+    infra_error: Option<faultline_policies::InfraError>,
 }
 
 /// Flushes the page's ledger requests, notes what the harness witnessed, and judges the
@@ -221,6 +231,7 @@ async fn drive(
     let (mut reply, mut decision_witness) = spec.fault.on_decision(&spec.decision.reply);
     let mut reply_usage: Option<TokenUsage> = None;
     let mut error = None;
+    let mut infra_error = None;
 
     let stop_reason = 'episode: loop {
         let n = steps.len() as u32;
@@ -298,15 +309,29 @@ async fn drive(
         if !from_decision {
             spent += browser;
         }
-        let judgement = spec.policy.judge(&Evidence {
-            instruction,
-            actions: &outcome.actions,
-            tool_message: &outcome.tool_message,
-            before: &observation,
-            after: &outcome.after,
-            before_state: &state,
-            after_state: &outcome.after_state,
-        });
+        let judged = crate::plugin::policy::judge_one(
+            spec.policy,
+            &Evidence {
+                instruction,
+                actions: &outcome.actions,
+                tool_message: &outcome.tool_message,
+                before: &observation,
+                after: &outcome.after,
+                before_state: &state,
+                after_state: &outcome.after_state,
+            },
+        );
+        let judgement = match judged {
+            Ok(j) => j,
+            Err(e) => {
+                error = Some(e.to_string());
+                infra_error = Some(e);
+                (record.truth, record.ledger_events) =
+                    checkpoint(session, outcome.answer.as_deref()).await?;
+                steps.push(record);
+                break 'episode StopReason::PolicyError;
+            }
+        };
         let feedback = PolicyFeedback {
             policy: spec.policy.name().to_string(),
             verdict: judgement.verdict,
@@ -383,5 +408,6 @@ async fn drive(
         first,
         model_calls,
         usage: usage_total,
+        infra_error,
     })
 }
