@@ -957,8 +957,12 @@ pub(crate) mod tests {
             stderr_tail: "Traceback".into(),
             attempt: 1,
         };
-        db.insert_trial_with_infra(&row("a"), &[verdict("a", "outcome", "fail")], &[e.clone()])
-            .unwrap();
+        db.insert_trial_with_infra(
+            &row("a"),
+            &[verdict("a", "outcome", "fail")],
+            std::slice::from_ref(&e),
+        )
+        .unwrap();
         // Another failure of the same (item, policy) is numbered after the first.
         db.insert_infra_errors(std::slice::from_ref(&e)).unwrap();
         drop(db);

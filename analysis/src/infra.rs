@@ -15,7 +15,7 @@
 
 use crate::db::{InfraErrorRow, ResultsDb};
 use anyhow::Result;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -39,7 +39,8 @@ fn phase(item_key: &str) -> &str {
 
 /// Counts per (policy, phase, kind), in that order.
 pub fn counts(rows: &[InfraErrorRow]) -> Vec<InfraCount> {
-    let mut acc: BTreeMap<(String, String, String), (BTreeMap<String, ()>, u64)> = BTreeMap::new();
+    type Key = (String, String, String);
+    let mut acc: BTreeMap<Key, (BTreeSet<&str>, u64)> = BTreeMap::new();
     for r in rows {
         let e = acc
             .entry((
@@ -48,7 +49,7 @@ pub fn counts(rows: &[InfraErrorRow]) -> Vec<InfraCount> {
                 r.kind.clone(),
             ))
             .or_default();
-        e.0.insert(r.item_key.clone(), ());
+        e.0.insert(r.item_key.as_str());
         e.1 += 1;
     }
     acc.into_iter()
