@@ -14,8 +14,13 @@ test: chromium
     @if pgrep -f '[f]aultline-chromium-' > /dev/null; then echo "Chromium processes survived the tests:"; pgrep -af '[f]aultline-chromium-'; exit 1; fi
     @echo "no Chromium process survived the test suite"
 
-# Benchmarks: cluster bootstrap, detection wall time, full report rebuild time, viewer.
-bench: bench-stats bench-run bench-view
+# Benchmarks: cluster bootstrap, plugin protocol overhead, detection wall time, full report
+# rebuild time, viewer.
+bench: bench-stats bench-plugin bench-run bench-view
+
+# One judgement through the example Python verifier's process vs the built-in `generic` (criterion).
+bench-plugin:
+    cargo bench -p faultline --bench plugin -- --warm-up-time 1 --measurement-time 3
 
 # The cluster bootstrap and paired differences (criterion).
 bench-stats:

@@ -23,6 +23,10 @@ pub struct Stored {
     pub trials: Vec<TrialRow>,
     pub verdicts: Vec<VerdictRow>,
     pub episodes: Vec<EpisodeRow>,
+    /// Items an external policy could not judge (never verdicts).
+    pub infra_errors: Vec<crate::db::InfraErrorRow>,
+    /// The external policies the run used.
+    pub external_policies: Vec<String>,
 }
 
 impl Stored {
@@ -33,6 +37,8 @@ impl Stored {
             trials: db.trials()?,
             verdicts: db.verdicts()?,
             episodes: db.episodes()?,
+            infra_errors: db.infra_errors()?,
+            external_policies: crate::infra::external_policies(db)?,
         })
     }
 }
@@ -72,6 +78,9 @@ pub struct Analysis<'a> {
     pub catalogue: Vec<CatalogueRow>,
     pub comparisons: Vec<Comparison>,
     pub pooled: Vec<PooledRate>,
+    /// Infrastructure errors per policy, phase and kind, when the run used an external
+    /// policy or stored any (`None` keeps a run without plugins exactly as before).
+    pub infra: Option<crate::infra::InfraReport<'a>>,
     /// `None` for a detection-only or older run: then nothing else differs from before.
     pub recovery: Option<Recovery<'a>>,
     /// Detection, fault × policy (caught / fired, summed over tasks).
@@ -172,6 +181,7 @@ impl<'a> Analysis<'a> {
             catalogue,
             comparisons,
             pooled,
+            infra: crate::infra::InfraReport::new(&stored.infra_errors, &stored.external_policies),
             recovery,
             detection_heatmap,
             layer_heatmap,

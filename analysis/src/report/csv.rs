@@ -50,6 +50,12 @@ impl Report for Csv {
             )?;
             files.recovery = Some(f);
         }
+        if let Some(infra) = &a.infra {
+            write_file(
+                &out.join("infra_errors.csv"),
+                &crate::infra::infra_errors_csv(&infra.counts),
+            )?;
+        }
         Ok(())
     }
 }

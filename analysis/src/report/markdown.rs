@@ -199,6 +199,10 @@ pub(crate) fn markdown(s: &Analysis<'_>) -> Result<String> {
         let _ = writeln!(md, "{NO_OVERLAY}\n");
     }
     md.push_str("Every plot is also written as PNG beside its SVG.\n");
+    if let Some(infra) = &s.infra {
+        md.push('\n');
+        md.push_str(&crate::infra::section(infra.rows, infra.external));
+    }
     Ok(md)
 }
 

@@ -31,7 +31,6 @@ use crate::engine::{Engine, Scorer};
 use crate::error::UsageError;
 use anyhow::{anyhow, bail, Context, Result};
 use faultline_analysis::db::ResultsDb;
-use faultline_policies::Registry;
 use faultline_sites::FixtureServer;
 use faultline_tasks::DecisionSet;
 use serde_json::json;
@@ -85,7 +84,7 @@ impl Harness {
             .await
             .context("starting the fixture server")?;
         let browser = BrowserHandle::launch(&chromium).await?;
-        let registry = Registry::default();
+        let registry = crate::plugin::policy::registry(&config.external_policies, config.viewport);
         let policies = config
             .policies
             .iter()
@@ -103,6 +102,7 @@ impl Harness {
                 server: Arc::new(server),
                 scorer: Arc::new(Scorer::new(key)),
                 policies: Arc::new(policies),
+                policy_registry: registry,
                 timing: config.timing,
                 viewport: config.viewport,
             }),
@@ -207,6 +207,14 @@ async fn run_with(
         db.set_meta("manifest", &serde_json::to_string_pretty(&manifest)?)?;
         db.set_meta("policies", &serde_json::to_string(&config.policies)?)?;
         db.set_meta("config_identity", identity)?;
+        if !config.external_policies.is_empty() {
+            let names: Vec<&str> = config
+                .external_policies
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect();
+            db.set_meta("external_policies", &serde_json::to_string(&names)?)?;
+        }
     }
 
     let shots = req.out.join("shots");
