@@ -42,10 +42,11 @@
 //! 4. `policies/src/builtin.rs`: the outcome policy's check for a new expectation, a
 //!    function named after the task, and its arm in `OutcomePolicy::judge`.
 //! 5. The oracle's reply (what it types, clicks or answers around the located point),
-//!    in the harness's oracle recorder, and the faults that apply to the task in the
-//!    fault catalogue (`faults/src/catalogue.rs`, each entry's task list).
-//! 6. The report order in the analysis crate (`task_rank`, which lists task names: the
-//!    analysis reads stored results and does not depend on this crate).
+//!    in the harness's oracle recorder (`harness/src/experiment/record.rs`), and the
+//!    faults that apply to the task in the fault catalogue (`faults/src/catalogue.rs`,
+//!    each entry's task list).
+//! 6. Nothing in the analysis: it orders tasks by [`TaskKind::rank`] (the place in
+//!    [`TaskKind::ALL`]).
 //! 7. Record the oracle's decisions for the committed set (`tasks/decisions/<task>.jsonl`)
 //!    and run the task-homes test, which fails while a piece is missing.
 
