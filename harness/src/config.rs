@@ -340,13 +340,18 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         Some(l) => format!("{}:{l}: {key}", config.name),
         None => format!("{}: {key}", config.name),
     };
+    // A value given as a flag is blamed on the flag, not on the config it overrode.
+    let from = |flag: &str, overridden: bool, key: &str| match overridden {
+        true => flag.to_string(),
+        false => at(key),
+    };
 
     let seed = overrides.seed.or(file.seed).unwrap_or(DEFAULT_ROOT_SEED);
     let layouts = overrides.layouts.or(file.layouts).unwrap_or(40);
     if layouts == 0 || layouts > 10_000 {
         bail!(
             "{}: expected a number of layouts between 1 and 10000, found {layouts}",
-            at("layouts")
+            from("--layouts", overrides.layouts.is_some(), "layouts")
         );
     }
     let cores = std::thread::available_parallelism()
@@ -356,7 +361,7 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         None | Some(0) => default_jobs(cores),
         Some(j) if j > 64 => bail!(
             "{}: expected at most 64 concurrent trials, found {j}",
-            at("jobs")
+            from("--jobs", overrides.jobs.is_some(), "jobs")
         ),
         Some(j) => j,
     };
@@ -788,6 +793,35 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.recovery.layouts, 4);
+    }
+
+    #[test]
+    fn regression_a_bad_flag_value_is_blamed_on_the_flag_not_the_embedded_config() {
+        let e = resolve(
+            &load_text(None).unwrap(),
+            &Overrides {
+                layouts: Some(0),
+                ..Overrides::default()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("--layouts: expected"), "{e}");
+        let e = resolve(
+            &load_text(None).unwrap(),
+            &Overrides {
+                jobs: Some(500),
+                ..Overrides::default()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("--jobs: expected"), "{e}");
+        // From the file itself, the file and line are named.
+        let e = resolve(&text("layouts = 0\n"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("exp.toml:1: layouts"), "{e}");
     }
 
     #[test]

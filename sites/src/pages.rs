@@ -158,10 +158,12 @@ pub fn decoy_page(scope: &str) -> String {
     shell(scope, "Claim your reward", "", body, "", &Extras::default())
 }
 
-pub fn index_page(base: &str, links: &[(String, String)]) -> String {
+/// The index of fixture pages. Links are root-relative: the page names no host, so nothing
+/// a request sends (its `Host` header, say) is reflected into it.
+pub fn index_page(links: &[(String, String)]) -> String {
     let items: String = links
         .iter()
-        .map(|(label, path)| format!("<li><a href=\"{base}{path}\">{}</a></li>", esc(label)))
+        .map(|(label, path)| format!("<li><a href=\"{}\">{}</a></li>", esc(path), esc(label)))
         .collect();
     format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>faultline fixture sites</title></head><body><h1>faultline fixture sites</h1><ul>{items}</ul></body></html>"
