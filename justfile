@@ -58,13 +58,17 @@ doc:
 serve:
     cargo run --release --bin faultline -- serve
 
-# Install Debian's chromium-headless-shell when it is missing (needs root or sudo).
+# Install Debian's chromium-headless-shell and Liberation fonts when missing (needs root or sudo).
 chromium:
     #!/usr/bin/env bash
     set -euo pipefail
-    if [ -n "${FAULTLINE_CHROMIUM:-}" ] || command -v chromium-headless-shell >/dev/null; then exit 0; fi
-    echo "chromium-headless-shell not found; installing Debian's package" >&2
+    # Liberation fonts: pages that ask for Arial lay out the same on every machine.
+    missing=()
+    if [ -z "${FAULTLINE_CHROMIUM:-}" ] && ! command -v chromium-headless-shell >/dev/null; then missing+=(chromium-headless-shell); fi
+    [ -e /usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf ] || missing+=(fonts-liberation)
+    if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
+    echo "installing Debian's ${missing[*]}" >&2
     sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium-headless-shell >/dev/null
-    command -v chromium-headless-shell >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    [ -n "${FAULTLINE_CHROMIUM:-}" ] || command -v chromium-headless-shell >/dev/null
