@@ -12,9 +12,13 @@ faultline_tasks::named_enum! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
     #[serde(rename_all = "snake_case")]
     pub enum Stage: "stage" {
+        /// The agent's reply is parsed into actions.
         Parse = "parse",
+        /// The parsed actions are dispatched to the browser.
         Execute = "execute",
+        /// The tool reports back to the agent what its actions did.
         Feedback = "feedback",
+        /// The next observation (the screenshot) is captured.
         Observe = "observe",
     }
 }
@@ -82,9 +86,11 @@ pub struct FaultSpec {
     /// Stable id, `layer.name` (the four reference stage faults keep their `stage.name`
     /// ids from the design brief, e.g. `parse.token_leak`).
     pub id: &'static str,
+    /// The catalogue layer it belongs to.
     pub layer: Layer,
     /// The round-trip stage where its effect enters.
     pub stage: Stage,
+    /// Where it is injected: network, page, browser, harness or agent reply.
     pub mechanism: Mechanism,
     /// The tasks whose pages and decisions it applies to.
     pub tasks: &'static [TaskKind],
@@ -725,30 +731,37 @@ impl Fault {
         Fault::CaptureBeforeTooltip,
     ];
 
+    /// The stable id, `layer.name` (see [`FaultSpec::id`]).
     pub fn id(self) -> &'static str {
         self.spec().id
     }
 
+    /// The catalogue layer the fault belongs to.
     pub fn layer(self) -> Layer {
         self.spec().layer
     }
 
+    /// The round-trip stage where the fault's effect enters.
     pub fn stage(self) -> Stage {
         self.spec().stage
     }
 
+    /// Where the fault is injected.
     pub fn mechanism(self) -> Mechanism {
         self.spec().mechanism
     }
 
+    /// One line: what goes wrong.
     pub fn description(self) -> &'static str {
         self.spec().description
     }
 
+    /// The tasks whose pages and decisions the fault applies to.
     pub fn tasks(self) -> &'static [TaskKind] {
         self.spec().tasks
     }
 
+    /// Whether the fault applies to `task`'s pages and decisions.
     pub fn applies_to(self, task: TaskKind) -> bool {
         self.tasks().contains(&task)
     }

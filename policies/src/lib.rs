@@ -56,11 +56,14 @@ pub use faultline_tasks::Verdict;
 /// A verdict plus the message the agent would be told.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Judgement {
+    /// The policy's judgement of the action.
     pub verdict: Verdict,
+    /// What the agent would be told about the action.
     pub message: String,
 }
 
 impl Judgement {
+    /// A judgement with `verdict` and `message`.
     pub fn new(verdict: Verdict, message: impl Into<String>) -> Judgement {
         Judgement {
             verdict,
@@ -142,10 +145,12 @@ impl Registry {
         self.constructors.contains_key(name)
     }
 
+    /// The registered policy names, in sorted order.
     pub fn names(&self) -> Vec<&str> {
         self.constructors.keys().map(String::as_str).collect()
     }
 
+    /// A fresh instance of the policy registered as `name`; the error lists the known names.
     pub fn build(&self, name: &str) -> Result<Box<dyn VerificationPolicy>, String> {
         self.constructors.get(name).map(|c| c()).ok_or_else(|| {
             format!(

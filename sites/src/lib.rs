@@ -100,10 +100,12 @@ impl FixtureServer {
         FixtureServer::start(SocketAddr::from(([127, 0, 0, 1], 0))).await
     }
 
+    /// The address the server listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
+    /// `http://` plus the listening address, with no trailing slash.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
     }

@@ -74,8 +74,11 @@ pub const LEDGER_JS: &str = r#"(function () {
 /// [`crate::anomalies::extras`]).
 #[derive(Debug, Clone, Default)]
 pub struct Extras {
+    /// CSS appended to the page's own `<style>`.
     pub style: String,
+    /// Markup appended to the `<head>`.
     pub head: String,
+    /// Markup appended to the `<body>`, after the page's own.
     pub body: String,
     /// Runs after the page's own script.
     pub script: String,
@@ -142,6 +145,7 @@ pub fn error_page(status: u16, reason: &str, detail: &str) -> String {
     )
 }
 
+/// The sign-in page a session-expired redirect leads to.
 pub fn login_page(scope: &str) -> String {
     let body = format!(
         r#"<h1>Sign in</h1>
@@ -153,6 +157,7 @@ pub fn login_page(scope: &str) -> String {
     shell(scope, "Sign in", "", &body, "", &Extras::default())
 }
 
+/// The page a decoy popup's button leads to.
 pub fn decoy_page(scope: &str) -> String {
     let body = "<h1>Congratulations!</h1>\n<p style=\"position:absolute; left:40px; top:80px; margin:0\">Your reward is being prepared. Enter your card details to claim it.</p>";
     shell(scope, "Claim your reward", "", body, "", &Extras::default())

@@ -108,11 +108,17 @@ crate::named_enum! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
     #[serde(rename_all = "snake_case")]
     pub enum TaskKind: "task" {
+        /// Type the exact record name into a search field and submit it.
         Search = "search",
+        /// Click one of the numbered buttons of a grid.
         Grid = "grid",
+        /// Select a row of an orders table inside an iframe.
         Frame = "frame",
+        /// Hover a bar of a chart and report the value its tooltip shows.
         Chart = "chart",
+        /// Save a note through a form.
         Form = "form",
+        /// Choose an option of a native `<select>`.
         Select = "select",
     }
 }
@@ -164,11 +170,17 @@ impl TaskKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "task", rename_all = "snake_case")]
 pub enum LayoutSpec {
+    /// The search task's layout.
     Search(SearchLayout),
+    /// The grid task's layout.
     Grid(GridLayout),
+    /// The iframe task's layout.
     Frame(FrameLayout),
+    /// The chart task's layout.
     Chart(ChartLayout),
+    /// The form task's layout.
     Form(FormLayout),
+    /// The select task's layout.
     Select(SelectLayout),
 }
 
