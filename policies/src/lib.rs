@@ -41,6 +41,8 @@
 //! and never counted as caught, missed or a false alarm. The built-in policies always
 //! judge (they return `Ok`).
 
+#![warn(missing_docs)]
+
 mod builtin;
 mod evidence;
 

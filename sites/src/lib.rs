@@ -21,6 +21,8 @@
 //!
 //! The server binds `127.0.0.1` on an ephemeral port unless told otherwise.
 
+#![warn(missing_docs)]
+
 pub mod anomalies;
 mod app;
 mod ledger;

@@ -58,6 +58,8 @@
 //! absolute path, and thumbnails are a pure function of their source: generating the
 //! view of the same run twice gives byte-identical files.
 
+#![warn(missing_docs)]
+
 mod csv;
 mod html;
 mod model;
