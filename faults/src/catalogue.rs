@@ -628,6 +628,21 @@ faults! {
         outcome_holds: true,
         not_fired_when: "never (the page is rendered that way)",
     },
+    /// The hovered chart mark lights up at once, before its tooltip shows.
+    HoverHighlight = FaultSpec {
+        id: "semantic.hover_highlight",
+        layer: Layer::Semantic,
+        stage: Stage::Observe,
+        mechanism: M::Page,
+        tasks: &[T::Chart],
+        description: "the chart highlights the hovered bar at once, before its tooltip (and value) appears: the page reacts without saying anything",
+        injection: "the page colours the bar under the pointer from the moment it enters (the default chart gives no feedback until the tooltip shows)",
+        parameters: "none",
+        witness: "the bar the pointer entered and when, on the page clock",
+        implies: "the tooltip still shows the value at capture: the outcome happens; a change-detecting check sees the highlight either way",
+        outcome_holds: true,
+        not_fired_when: "the pointer never entered a bar",
+    },
     // ---- tool ----
     /// A tool error is swallowed and reported as success.
     ErrorSwallowed = FaultSpec {

@@ -287,6 +287,7 @@ impl FaultPlan {
                     locale: "de-DE".into(),
                 }],
             ),
+            Fault::HoverHighlight => (vec![], vec![PageMod::HoverHighlight]),
             Fault::DoubleSubmit => (vec![], vec![PageMod::FreshKeyPerClick]),
             Fault::TokenLeak
             | Fault::UnscaledCoordinates

@@ -171,6 +171,9 @@ pub enum PageMod {
         /// The BCP 47 locale tag, e.g. `de-DE`.
         locale: String,
     },
+    /// The chart's bar under the pointer is highlighted as soon as the pointer enters it
+    /// (the default chart shows nothing until the tooltip).
+    HoverHighlight,
     /// Every Save click mints a fresh idempotency key (so a retry writes again).
     FreshKeyPerClick,
     /// The grid's stylesheet is attached only after the load event.

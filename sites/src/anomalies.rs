@@ -557,8 +557,8 @@ pub fn extras(layout: &Layout, mods: &[PageMod]) -> Extras {
                 );
             }
             // Rendered where they live: the grid's items, the frame's document, the
-            // chart's labels, the grid's stylesheet link.
-            PageMod::Virtualized { .. } | PageMod::LateStylesheet => {}
+            // chart's labels and bars, the grid's stylesheet link.
+            PageMod::Virtualized { .. } | PageMod::LateStylesheet | PageMod::HoverHighlight => {}
         }
     }
     x

@@ -155,13 +155,15 @@ impl<'a> Analysis<'a> {
         };
         let forest = comparisons
             .iter()
-            .filter_map(|c| {
-                c.paired.difference.as_ref().map(|d| ForestRow {
+            .map(|c| {
+                // The bootstrap interval, or the score interval where it has no width.
+                let d = c.paired.main_interval();
+                ForestRow {
                     label: format!("{} − {}, {}", c.policy_b, c.policy_a, short_fault(&c.fault)),
                     point: d.point,
                     lower: d.lower,
                     upper: d.upper,
-                })
+                }
             })
             .collect();
         let recovery_bars = recovery
