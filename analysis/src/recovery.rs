@@ -351,7 +351,7 @@ pub fn recovery_comparisons(
             |k: &PairKey| k.3 == *agent && (*scope == "all" || (k.1 == *task && k.2 == *fault));
         for (i, a) in present.iter().enumerate() {
             for b in &present[i + 1..] {
-                let rows = paired_rows(&by_pair, &in_scope, a, b);
+                let rows = paired_rows(&by_pair, in_scope, a, b);
                 let seed = derive_analysis(
                     cfg.seed,
                     &format!("recovery/{scope}/{task}/{fault}/{agent}/{a}/{b}"),
