@@ -55,6 +55,55 @@ pub enum Command {
     /// Writes index.html (run page), trial and episode pages and their data files; open
     /// index.html in a browser, no server needed.
     View(ViewArgs),
+    /// Compare a candidate run with a baseline and fail on regressions (for CI).
+    ///
+    /// Each argument is a run directory, a results.sqlite or a baseline file written by
+    /// `faultline baseline export`. Prints a Markdown summary; exit code 0: no
+    /// regression, 1: regression, 2: bad input, 3: the runs are not comparable.
+    Gate(GateArgs),
+    /// Baseline files: a run reduced to what the gate needs, small enough to commit.
+    #[command(subcommand)]
+    Baseline(BaselineCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// The reference: a run directory, a results.sqlite or a baseline .json file.
+    pub baseline: PathBuf,
+    /// The run to judge: a run directory, a results.sqlite or a baseline .json file.
+    pub candidate: PathBuf,
+    /// Gate rules (TOML): margins, the paired test and its level, floors [default: every
+    /// margin 5 points, McNemar at level 0.95, no floors].
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+    /// Also write the Markdown summary here (e.g. "$GITHUB_STEP_SUMMARY").
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Write JUnit XML here (a test case per fault x task x policy).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write the whole verdict as JSON here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Compare runs even when their seeds, layouts, tasks, faults or decisions differ
+    /// (only the items both have are paired).
+    #[arg(long)]
+    pub allow_incomparable: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BaselineCommand {
+    /// Write a run's baseline file: its identity and every item's outcome (JSON).
+    Export(BaselineExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineExportArgs {
+    /// The run directory (or its results.sqlite).
+    pub run: PathBuf,
+    /// Where to write the baseline.
+    #[arg(long, value_name = "FILE", default_value = "baseline.json")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -219,7 +268,87 @@ pub async fn dispatch(cli: Cli) -> Result<()> {
         Command::Report(args) => report(args),
         Command::List(args) => list(args),
         Command::View(args) => view(args),
+        Command::Gate(args) => gate(args),
+        Command::Baseline(BaselineCommand::Export(args)) => baseline_export(args),
     }
+}
+
+fn gate(args: GateArgs) -> Result<()> {
+    use crate::error::{NotComparable, Regressed};
+    use faultline_analysis::gate::{self, render, Rules};
+    let rules = match &args.rules {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| usage(anyhow!("{}: cannot read: {e}", path.display())))?;
+            Rules::parse(&path.display().to_string(), &text).map_err(usage)?
+        }
+        None => Rules::default(),
+    };
+    let baseline = gate::load_input(&args.baseline).map_err(usage)?;
+    let candidate = gate::load_input(&args.candidate).map_err(usage)?;
+    let names = (
+        args.baseline.display().to_string(),
+        args.candidate.display().to_string(),
+    );
+    let report = gate::gate(
+        &baseline,
+        &candidate,
+        (&names.0, &names.1),
+        &rules,
+        args.allow_incomparable,
+    );
+    let markdown = render::markdown(&report);
+    for (path, text) in [
+        (&args.markdown, &markdown),
+        (&args.junit, &render::junit(&report)),
+        (&args.json, &render::json(&report)),
+    ] {
+        if let Some(path) = path {
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    print!("{markdown}");
+    std::io::stdout().flush()?;
+    for w in &report.comparability.warnings {
+        eprintln!("faultline: warning: {w}");
+    }
+    match &report.comparability.refused {
+        Some(why) if !args.allow_incomparable => {
+            return Err(anyhow!(NotComparable(format!(
+                "not comparable: {why} (--allow-incomparable compares anyway)"
+            ))))
+        }
+        _ => {}
+    }
+    if report.failed() {
+        let names: Vec<String> = report
+            .regressions()
+            .map(|c| format!("{} {}", c.metric, c.name()))
+            .chain(report.failed_floors().map(|f| f.name()))
+            .collect();
+        return Err(anyhow!(Regressed(format!(
+            "gate failed: {}",
+            names.join("; ")
+        ))));
+    }
+    Ok(())
+}
+
+fn baseline_export(args: BaselineExportArgs) -> Result<()> {
+    let snapshot = faultline_analysis::gate::load_input(&args.run).map_err(usage)?;
+    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(&args.out, snapshot.to_json())
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    println!(
+        "baseline: {} ({} trials, {} episodes, {} policies)",
+        args.out.display(),
+        snapshot.trials.len(),
+        snapshot.episodes.len(),
+        snapshot.policies.len()
+    );
+    Ok(())
 }
 
 fn list(args: ListArgs) -> Result<()> {

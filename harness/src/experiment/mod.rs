@@ -192,6 +192,7 @@ async fn run_with(
             "policies": config.policies,
             "faults": config.faults,
             "decisions": decisions.1,
+            "decisions_sha256": decisions_sha256(config, &decisions.0),
             "recovery": config.recovery.enabled.then(|| json!({
                 "layouts": config.recovery.layouts,
                 "policies": config.recovery.policies,
@@ -230,6 +231,23 @@ async fn run_with(
         report: files.report_md,
         view: view.index,
     })
+}
+
+/// The SHA-256 of the decisions the run replays (every task's layouts in order, one JSON
+/// line each): what two runs must share to be compared or merged, wherever the decisions
+/// were recorded to.
+pub fn decisions_sha256(config: &ExperimentConfig, decisions: &DecisionSet) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    for task in &config.tasks {
+        for index in 0..config.layouts {
+            if let Some(d) = decisions.find(*task, config.seed, index) {
+                hash.update(serde_json::to_string(d).expect("decisions serialize"));
+                hash.update(b"\n");
+            }
+        }
+    }
+    hex::encode(hash.finalize())
 }
 
 /// Builds the agent a config names (from the agent registry); the `openai` agent's
