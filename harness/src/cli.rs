@@ -11,7 +11,6 @@ use crate::experiment::{self, Harness, RunRequest};
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use faultline_tasks::{DecisionSet, TaskKind};
-use std::io::IsTerminal;
 use std::io::Write as _;
 use std::path::PathBuf;
 
@@ -55,6 +54,9 @@ pub enum Command {
     /// Writes index.html (run page), trial and episode pages and their data files; open
     /// index.html in a browser, no server needed.
     View(ViewArgs),
+    /// Merge the shard directories of one run into a run directory (one database, the
+    /// tables and report of an unsharded run).
+    Merge(MergeArgs),
     /// Compare a candidate run with a baseline and fail on regressions (for CI).
     ///
     /// Each argument is a run directory, a results.sqlite or a baseline file written by
@@ -64,6 +66,16 @@ pub enum Command {
     /// Baseline files: a run reduced to what the gate needs, small enough to commit.
     #[command(subcommand)]
     Baseline(BaselineCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shard directories (each written by `faultline run --shard I/N`).
+    #[arg(required = true)]
+    pub shards: Vec<PathBuf>,
+    /// The merged run directory (must not hold results yet).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -150,6 +162,12 @@ pub struct RunArgs {
     /// Continue a run in --out: finished trials are skipped, none is stored twice.
     #[arg(long)]
     pub resume: bool,
+    /// Run one shard of the work: `I/N` (1-based) or `auto` (from FAULTLINE_SHARD,
+    /// JOB_COMPLETION_INDEX with FAULTLINE_SHARD_COUNT, SLURM_ARRAY_TASK_ID/COUNT, or
+    /// CI_NODE_INDEX/TOTAL). Writes OUT/shard-I-of-N and resumes it when run again; join
+    /// the shards with `faultline merge`.
+    #[arg(long, value_name = "I/N|auto")]
+    pub shard: Option<String>,
     /// Stop after N newly finished trials (leaves a resumable partial run).
     #[arg(long, value_name = "N", hide = true)]
     pub max_trials: Option<usize>,
@@ -269,6 +287,7 @@ pub async fn dispatch(cli: Cli) -> Result<()> {
         Command::List(args) => list(args),
         Command::View(args) => view(args),
         Command::Gate(args) => gate(args),
+        Command::Merge(args) => merge(args),
         Command::Baseline(BaselineCommand::Export(args)) => baseline_export(args),
     }
 }
@@ -331,6 +350,20 @@ fn gate(args: GateArgs) -> Result<()> {
             names.join("; ")
         ))));
     }
+    Ok(())
+}
+
+fn merge(args: MergeArgs) -> Result<()> {
+    let summary = experiment::shard::merge(&args.shards, &args.out)?;
+    println!(
+        "merged {} shards: {} trials, {} episodes into {}",
+        summary.shards,
+        summary.trials,
+        summary.episodes,
+        args.out.join("results.sqlite").display()
+    );
+    println!("report:    {}", summary.report.display());
+    println!("view:      {}", summary.view.display());
     Ok(())
 }
 
@@ -448,25 +481,48 @@ async fn run(args: RunArgs) -> Result<()> {
         faults: (!args.faults.is_empty()).then(|| args.faults.clone()),
     };
     let config = config::resolve(&text, &overrides).map_err(usage)?;
-    let out = match args.out {
-        Some(o) => o,
-        None if args.resume => {
+    let shard = match args.shard.as_deref() {
+        None => None,
+        Some("auto") => Some(
+            experiment::shard::Shard::from_env(|k| std::env::var(k).ok())
+                .map_err(|e| usage(anyhow!(e)))?,
+        ),
+        Some(s) => Some(
+            s.parse::<experiment::shard::Shard>()
+                .map_err(|e| usage(anyhow!("--shard: {e}")))?,
+        ),
+    };
+    let out = match (args.out, shard) {
+        (Some(o), Some(s)) => o.join(s.dir_name()),
+        (None, Some(_)) => {
+            return Err(usage(anyhow!(
+                "--shard needs --out DIR (shard I of N writes DIR/shard-I-of-N)"
+            )))
+        }
+        (Some(o), None) => o,
+        (None, None) if args.resume => {
             return Err(usage(anyhow!(
                 "--resume needs --out DIR (the run to continue)"
             )))
         }
-        None => PathBuf::from("results").join(format!("run-{}", utc_stamp())),
+        (None, None) => PathBuf::from("results").join(format!("run-{}", utc_stamp())),
     };
+    if let Some(s) = shard {
+        eprintln!("shard {s}: writing {}", out.display());
+    }
     let jobs = config.jobs;
     let summary = experiment::run(RunRequest {
         out,
-        resume: args.resume,
+        // A shard run again (a replaced pod, a requeued array task) resumes its own
+        // directory: the items it already stored are never run twice.
+        resume: args.resume || shard.is_some(),
+        shard,
         config,
         config_text: text,
         overrides,
         max_trials: args.max_trials,
         max_episodes: args.max_episodes,
-        progress: std::io::stderr().is_terminal(),
+        progress: true,
     })
     .await?;
     let secs = summary.detection_wall.as_secs_f64();

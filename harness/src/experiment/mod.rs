@@ -21,6 +21,7 @@ pub mod detection;
 pub mod phase;
 pub mod record;
 pub mod recovery;
+pub mod shard;
 
 pub use phase::PhaseSummary;
 
@@ -54,8 +55,11 @@ pub struct RunRequest {
     pub max_trials: Option<usize>,
     /// Stop after this many newly finished episodes (for tests of resume).
     pub max_episodes: Option<usize>,
-    /// Show a progress bar (when stderr is a terminal).
+    /// Show progress: a bar on a terminal, plain lines in a log (see [`phase`]).
     pub progress: bool,
+    /// Run only this shard's part of the items (see [`shard`]); `out` is the shard's own
+    /// directory.
+    pub shard: Option<shard::Shard>,
 }
 
 /// What a run did.
@@ -146,6 +150,16 @@ pub async fn run(req: RunRequest) -> Result<RunSummary> {
         }
         _ => {}
     }
+    let shard_text = req.shard.map(|s| s.to_string());
+    match db.meta("shard")? {
+        stored if stored == shard_text || stored.is_none() && db.meta("manifest")?.is_none() => {}
+        stored => bail!(UsageError(format!(
+            "{}: the stored run is shard {}, not {}",
+            db_path.display(),
+            stored.as_deref().unwrap_or("none (unsharded)"),
+            shard_text.as_deref().unwrap_or("unsharded")
+        ))),
+    }
 
     // The agents are built before the browser starts, so a bad endpoint config or a
     // missing replay cassette stops the run before any trial.
@@ -181,6 +195,35 @@ async fn run_with(
     };
     let chromium_version = env.browser.version().to_string();
 
+    // Every item of the run, fixed by the config; a shard keeps its part.
+    let mut specs = detection::specs(config, &decisions.0);
+    let mut episodes = recovery::episodes(config, &decisions.0, agents);
+    let shard_items = match req.shard {
+        None => None,
+        Some(s) => {
+            let budget = config.recovery.limits.budget;
+            let items: Vec<(String, u64)> = specs
+                .iter()
+                .map(|t| (t.key().to_string(), shard::cost(t.key(), t.task(), budget)))
+                .chain(
+                    episodes
+                        .iter()
+                        .map(|e| (e.key().to_string(), shard::cost(e.key(), e.task(), budget))),
+                )
+                .collect();
+            let assignment = shard::assign(&items, s.count);
+            let mine = |key: &str| assignment[key] + 1 == s.index;
+            specs.retain(|t| mine(t.key()));
+            episodes.retain(|e| mine(e.key()));
+            let keys: std::collections::BTreeSet<&str> = specs
+                .iter()
+                .map(|t| t.key())
+                .chain(episodes.iter().map(|e| e.key()))
+                .collect();
+            Some((serde_json::to_string(&keys)?, items.len()))
+        }
+    };
+
     if db.meta("manifest")?.is_none() {
         let manifest = json!({
             "faultline_version": VERSION,
@@ -204,17 +247,30 @@ async fn run_with(
             })),
             "config_as_passed": { "name": req.config_text.name, "text": req.config_text.text, "overrides": req.overrides },
             "config_resolved": config,
+            "shard": req.shard,
         });
-        db.set_meta("manifest", &serde_json::to_string_pretty(&manifest)?)?;
+        if let Some(m) = manifest.as_object().cloned() {
+            // An unsharded manifest has no `shard` at all.
+            let mut m = m;
+            if req.shard.is_none() {
+                m.remove("shard");
+            }
+            db.set_meta("manifest", &serde_json::to_string_pretty(&m)?)?;
+        }
+        if let (Some(s), Some((keys, total))) = (req.shard, &shard_items) {
+            db.set_meta("shard", &s.to_string())?;
+            db.set_meta("shard_items", keys)?;
+            db.set_meta("shard_total_items", &total.to_string())?;
+        }
         db.set_meta("policies", &serde_json::to_string(&config.policies)?)?;
         db.set_meta("config_identity", identity)?;
     }
 
     let shots = req.out.join("shots");
     std::fs::create_dir_all(&shots)?;
-    let detection = detection::run(req, &env, db, &decisions.0, &shots).await?;
+    let detection = detection::run(req, &env, db, specs, &shots).await?;
     let recovery = match agents.is_empty() {
-        false => Some(recovery::run(req, &env, db, &decisions.0, &shots, agents).await?),
+        false => Some(recovery::run(req, &env, db, episodes, &shots).await?),
         true => None,
     };
 
