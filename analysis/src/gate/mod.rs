@@ -44,7 +44,9 @@ pub mod rules;
 mod snapshot;
 
 pub use rules::{Floor, Metric, MetricRule, Rules, Significance};
-pub use snapshot::{load_input, EpisodeOutcome, Identity, Snapshot, TrialOutcome};
+pub use snapshot::{
+    load_input, EpisodeOutcome, Identity, Snapshot, TrialOutcome, BASELINE_FORMAT, BASELINE_VERSION,
+};
 
 use crate::compare::{paired_outcomes, PairedOutcomes};
 use crate::config::AnalysisConfig;

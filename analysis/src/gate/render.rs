@@ -96,20 +96,25 @@ pub fn markdown(r: &GateReport) -> String {
         )
     };
     let _ = writeln!(out, "## faultline gate: {verdict}\n");
+    let test = match r.rules.significance {
+        super::Significance::Mcnemar => format!(
+            "McNemar's exact test on the paired items confirms it at level {}",
+            r.rules.level.get()
+        ),
+        super::Significance::Bootstrap => format!(
+            "its layout-cluster bootstrap interval at level {} excludes zero",
+            r.rules.level.get()
+        ),
+        super::Significance::None => "no paired test is asked for: the margin alone decides".into(),
+    };
     let _ = writeln!(
         out,
-        "Baseline `{}`, candidate `{}`. A cell regresses when it moves the wrong way by more than its margin (detection {}, false alarms {}, recovery {}) and {} confirms it at level {}.\n",
+        "Baseline `{}`, candidate `{}`. A cell regresses when it moves the wrong way by more than its margin (detection {}, false alarms {}, recovery {}) and {test}. Differences are candidate minus baseline, in points, with their interval.\n",
         r.baseline,
         r.candidate,
         pct(r.rules.detection.margin),
         pct(r.rules.false_alarms.margin),
         pct(r.rules.recovery.margin),
-        match r.rules.significance {
-            super::Significance::Mcnemar => "McNemar's exact test on the paired items",
-            super::Significance::Bootstrap => "the layout-cluster bootstrap interval",
-            super::Significance::None => "nothing else (no test)",
-        },
-        r.rules.level.get()
     );
     for w in &r.comparability.warnings {
         let _ = writeln!(out, "> warning: {w}");
