@@ -378,6 +378,79 @@ impl ResultsDb {
         Ok(())
     }
 
+    /// Every `meta` entry, by key.
+    pub fn meta_entries(&self) -> Result<Vec<(String, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key, value FROM meta ORDER BY key")?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<Vec<(String, String)>>>()?;
+        Ok(rows)
+    }
+
+    /// Copies every row of every table but `meta` from the database at `other` (a shard
+    /// of the same run, same schema) into this one, in one transaction; returns the rows
+    /// copied per table. Tables are listed from the other file's `sqlite_master` in
+    /// creation order (so referenced rows come first) and columns are matched by name, so
+    /// a table this code does not know by name is copied all the same; a table or column
+    /// this database lacks is an error. A row whose key is already here fails the whole
+    /// copy (no item is ever stored twice).
+    pub fn copy_rows_from(&mut self, other: &Path) -> Result<Vec<(String, u64)>> {
+        let name = other.display().to_string();
+        self.conn
+            .execute("ATTACH DATABASE ?1 AS other", [&name])
+            .with_context(|| format!("opening {name}"))?;
+        let result = (|| -> Result<Vec<(String, u64)>> {
+            let tables: Vec<String> = {
+                let mut stmt = self.conn.prepare(
+                    "SELECT name FROM other.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'meta' ORDER BY rowid",
+                )?;
+                let rows = stmt
+                    .query_map([], |r| r.get::<_, String>(0))?
+                    .collect::<rusqlite::Result<Vec<String>>>()?;
+                rows
+            };
+            let columns = |schema: &str, table: &str| -> Result<Vec<String>> {
+                let mut stmt = self
+                    .conn
+                    .prepare(&format!("PRAGMA {schema}.table_info(\"{table}\")"))?;
+                let rows = stmt
+                    .query_map([], |r| r.get::<_, String>(1))?
+                    .collect::<rusqlite::Result<Vec<String>>>()?;
+                Ok(rows)
+            };
+            let mut copied = Vec::new();
+            let tx = self.conn.unchecked_transaction()?;
+            for table in tables {
+                let here = columns("main", &table)?;
+                if here.is_empty() {
+                    bail!("{name}: table `{table}` is not in this schema");
+                }
+                let cols = columns("other", &table)?;
+                if let Some(c) = cols.iter().find(|c| !here.contains(c)) {
+                    bail!("{name}: column `{table}.{c}` is not in this schema");
+                }
+                let list = cols
+                    .iter()
+                    .map(|c| format!("\"{c}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let n = tx
+                    .execute(
+                        &format!("INSERT INTO main.\"{table}\" ({list}) SELECT {list} FROM other.\"{table}\" ORDER BY rowid"),
+                        [],
+                    )
+                    .with_context(|| format!("{name}: copying table `{table}`"))?;
+                copied.push((table, n as u64));
+            }
+            tx.commit()?;
+            Ok(copied)
+        })();
+        self.conn.execute("DETACH DATABASE other", [])?;
+        result
+    }
+
     /// Keys of trials already stored.
     pub fn finished_keys(&self) -> Result<BTreeSet<String>> {
         let mut stmt = self.conn.prepare("SELECT trial_key FROM trials")?;
@@ -1081,6 +1154,52 @@ pub(crate) mod tests {
         version_1_database(&v1);
         let ro = ResultsDb::open_read_only(&v1).unwrap();
         assert!(ro.infra_errors().unwrap().is_empty());
+    }
+
+    #[test]
+    fn rows_are_copied_table_by_table_and_never_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
+        let mut shard = ResultsDb::open(&a).unwrap();
+        shard
+            .insert_trial(&row("t1"), &[verdict("t1", "outcome", "fail")])
+            .unwrap();
+        shard
+            .insert_episode(&episode("e"), &[step("e", 0), step("e", 1)])
+            .unwrap();
+        // A table this code does not name (as a later schema might add) is copied too.
+        shard
+            .conn
+            .execute_batch("CREATE TABLE extra (k TEXT PRIMARY KEY, v INTEGER); INSERT INTO extra VALUES ('x', 1);")
+            .unwrap();
+        drop(shard);
+        let mut merged = ResultsDb::open(&b).unwrap();
+        // Missing from this schema: refused, nothing copied.
+        let e = merged.copy_rows_from(&a).unwrap_err().to_string();
+        assert!(e.contains("table `extra` is not in this schema"), "{e}");
+        assert_eq!(merged.count("trials").unwrap(), 0);
+        merged
+            .conn
+            .execute_batch("CREATE TABLE extra (k TEXT PRIMARY KEY, v INTEGER)")
+            .unwrap();
+        let copied = merged.copy_rows_from(&a).unwrap();
+        assert_eq!(
+            copied,
+            [
+                ("trials".to_string(), 1),
+                ("verdicts".to_string(), 1),
+                ("episodes".to_string(), 1),
+                ("episode_steps".to_string(), 2),
+                ("infra_errors".to_string(), 0),
+                ("extra".to_string(), 1)
+            ]
+        );
+        assert_eq!(merged.trials().unwrap(), vec![row("t1")]);
+        assert!(
+            merged.copy_rows_from(&a).is_err(),
+            "a second copy is refused"
+        );
+        assert_eq!(merged.count("trials").unwrap(), 1);
     }
 
     #[test]

@@ -11,7 +11,6 @@ use crate::experiment::{self, Harness, RunRequest};
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use faultline_tasks::{DecisionSet, TaskKind};
-use std::io::IsTerminal;
 use std::io::Write as _;
 use std::path::PathBuf;
 
@@ -55,6 +54,68 @@ pub enum Command {
     /// Writes index.html (run page), trial and episode pages and their data files; open
     /// index.html in a browser, no server needed.
     View(ViewArgs),
+    /// Merge the shard directories of one run into a run directory (one database, the
+    /// tables and report of an unsharded run).
+    Merge(MergeArgs),
+    /// Compare a candidate run with a baseline and fail on regressions (for CI).
+    ///
+    /// Each argument is a run directory, a results.sqlite or a baseline file written by
+    /// `faultline baseline export`. Prints a Markdown summary; exit code 0: no
+    /// regression, 1: regression, 2: bad input, 3: the runs are not comparable.
+    Gate(GateArgs),
+    /// Baseline files: a run reduced to what the gate needs, small enough to commit.
+    #[command(subcommand)]
+    Baseline(BaselineCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shard directories (each written by `faultline run --shard I/N`).
+    #[arg(required = true)]
+    pub shards: Vec<PathBuf>,
+    /// The merged run directory (must not hold results yet).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// The reference: a run directory, a results.sqlite or a baseline .json file.
+    pub baseline: PathBuf,
+    /// The run to judge: a run directory, a results.sqlite or a baseline .json file.
+    pub candidate: PathBuf,
+    /// Gate rules (TOML): margins, the paired test and its level, floors [default: every
+    /// margin 5 points, McNemar at level 0.95, no floors].
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+    /// Also write the Markdown summary here (e.g. "$GITHUB_STEP_SUMMARY").
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Write JUnit XML here (a test case per fault x task x policy).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write the whole verdict as JSON here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Compare runs even when their seeds, layouts, tasks, faults or decisions differ
+    /// (only the items both have are paired).
+    #[arg(long)]
+    pub allow_incomparable: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BaselineCommand {
+    /// Write a run's baseline file: its identity and every item's outcome (JSON).
+    Export(BaselineExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineExportArgs {
+    /// The run directory (or its results.sqlite).
+    pub run: PathBuf,
+    /// Where to write the baseline.
+    #[arg(long, value_name = "FILE", default_value = "baseline.json")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -101,6 +162,12 @@ pub struct RunArgs {
     /// Continue a run in --out: finished trials are skipped, none is stored twice.
     #[arg(long)]
     pub resume: bool,
+    /// Run one shard of the work: `I/N` (1-based) or `auto` (from FAULTLINE_SHARD,
+    /// JOB_COMPLETION_INDEX with FAULTLINE_SHARD_COUNT, SLURM_ARRAY_TASK_ID/COUNT, or
+    /// CI_NODE_INDEX/TOTAL). Writes OUT/shard-I-of-N and resumes it when run again; join
+    /// the shards with `faultline merge`.
+    #[arg(long, value_name = "I/N|auto")]
+    pub shard: Option<String>,
     /// Stop after N newly finished trials (leaves a resumable partial run).
     #[arg(long, value_name = "N", hide = true)]
     pub max_trials: Option<usize>,
@@ -219,7 +286,102 @@ pub async fn dispatch(cli: Cli) -> Result<()> {
         Command::Report(args) => report(args),
         Command::List(args) => list(args),
         Command::View(args) => view(args),
+        Command::Gate(args) => gate(args),
+        Command::Merge(args) => merge(args),
+        Command::Baseline(BaselineCommand::Export(args)) => baseline_export(args),
     }
+}
+
+fn gate(args: GateArgs) -> Result<()> {
+    use crate::error::{NotComparable, Regressed};
+    use faultline_analysis::gate::{self, render, Rules};
+    let rules = match &args.rules {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| usage(anyhow!("{}: cannot read: {e}", path.display())))?;
+            Rules::parse(&path.display().to_string(), &text).map_err(usage)?
+        }
+        None => Rules::default(),
+    };
+    let baseline = gate::load_input(&args.baseline).map_err(usage)?;
+    let candidate = gate::load_input(&args.candidate).map_err(usage)?;
+    let names = (
+        args.baseline.display().to_string(),
+        args.candidate.display().to_string(),
+    );
+    let report = gate::gate(
+        &baseline,
+        &candidate,
+        (&names.0, &names.1),
+        &rules,
+        args.allow_incomparable,
+    );
+    let markdown = render::markdown(&report);
+    for (path, text) in [
+        (&args.markdown, &markdown),
+        (&args.junit, &render::junit(&report)),
+        (&args.json, &render::json(&report)),
+    ] {
+        if let Some(path) = path {
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    print!("{markdown}");
+    std::io::stdout().flush()?;
+    for w in &report.comparability.warnings {
+        eprintln!("faultline: warning: {w}");
+    }
+    match &report.comparability.refused {
+        Some(why) if !args.allow_incomparable => {
+            return Err(anyhow!(NotComparable(format!(
+                "not comparable: {why} (--allow-incomparable compares anyway)"
+            ))))
+        }
+        _ => {}
+    }
+    if report.failed() {
+        let names: Vec<String> = report
+            .regressions()
+            .map(|c| format!("{} {}", c.metric, c.name()))
+            .chain(report.failed_floors().map(|f| f.name()))
+            .collect();
+        return Err(anyhow!(Regressed(format!(
+            "gate failed: {}",
+            names.join("; ")
+        ))));
+    }
+    Ok(())
+}
+
+fn merge(args: MergeArgs) -> Result<()> {
+    let summary = experiment::shard::merge(&args.shards, &args.out)?;
+    println!(
+        "merged {} shards: {} trials, {} episodes into {}",
+        summary.shards,
+        summary.trials,
+        summary.episodes,
+        args.out.join("results.sqlite").display()
+    );
+    println!("report:    {}", summary.report.display());
+    println!("view:      {}", summary.view.display());
+    Ok(())
+}
+
+fn baseline_export(args: BaselineExportArgs) -> Result<()> {
+    let snapshot = faultline_analysis::gate::load_input(&args.run).map_err(usage)?;
+    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(&args.out, snapshot.to_json())
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    println!(
+        "baseline: {} ({} trials, {} episodes, {} policies)",
+        args.out.display(),
+        snapshot.trials.len(),
+        snapshot.episodes.len(),
+        snapshot.policies.len()
+    );
+    Ok(())
 }
 
 fn list(args: ListArgs) -> Result<()> {
@@ -319,25 +481,48 @@ async fn run(args: RunArgs) -> Result<()> {
         faults: (!args.faults.is_empty()).then(|| args.faults.clone()),
     };
     let config = config::resolve(&text, &overrides).map_err(usage)?;
-    let out = match args.out {
-        Some(o) => o,
-        None if args.resume => {
+    let shard = match args.shard.as_deref() {
+        None => None,
+        Some("auto") => Some(
+            experiment::shard::Shard::from_env(|k| std::env::var(k).ok())
+                .map_err(|e| usage(anyhow!(e)))?,
+        ),
+        Some(s) => Some(
+            s.parse::<experiment::shard::Shard>()
+                .map_err(|e| usage(anyhow!("--shard: {e}")))?,
+        ),
+    };
+    let out = match (args.out, shard) {
+        (Some(o), Some(s)) => o.join(s.dir_name()),
+        (None, Some(_)) => {
+            return Err(usage(anyhow!(
+                "--shard needs --out DIR (shard I of N writes DIR/shard-I-of-N)"
+            )))
+        }
+        (Some(o), None) => o,
+        (None, None) if args.resume => {
             return Err(usage(anyhow!(
                 "--resume needs --out DIR (the run to continue)"
             )))
         }
-        None => PathBuf::from("results").join(format!("run-{}", utc_stamp())),
+        (None, None) => PathBuf::from("results").join(format!("run-{}", utc_stamp())),
     };
+    if let Some(s) = shard {
+        eprintln!("shard {s}: writing {}", out.display());
+    }
     let jobs = config.jobs;
     let summary = experiment::run(RunRequest {
         out,
-        resume: args.resume,
+        // A shard run again (a replaced pod, a requeued array task) resumes its own
+        // directory: the items it already stored are never run twice.
+        resume: args.resume || shard.is_some(),
+        shard,
         config,
         config_text: text,
         overrides,
         max_trials: args.max_trials,
         max_episodes: args.max_episodes,
-        progress: std::io::stderr().is_terminal(),
+        progress: true,
     })
     .await?;
     let secs = summary.detection_wall.as_secs_f64();

@@ -5,6 +5,10 @@
 //! | 0 | done |
 //! | 1 | a failure while doing what was asked (browser, disk, network) |
 //! | 2 | a problem with what was asked: a flag, a config, a decision file ([`UsageError`]) |
+//! | 3 | `gate`: the two runs measured different things ([`NotComparable`]) |
+//!
+//! `gate` also exits 1 when the candidate regressed ([`Regressed`]): in CI a regression
+//! and a broken run both fail the job, and 2 and 3 tell the caller the gate could not judge.
 
 use anyhow::anyhow;
 
@@ -14,12 +18,24 @@ use anyhow::anyhow;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// `gate`: the candidate regressed (exit code 1).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Regressed(pub String);
+
+/// `gate`: the runs cannot be compared (exit code 3).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NotComparable(pub String);
+
 /// Exit code for a run that finished.
 pub const EXIT_OK: i32 = 0;
 /// Exit code for a failure while doing what was asked.
 pub const EXIT_FAILURE: i32 = 1;
 /// Exit code for bad input: flags, configs, decision files.
 pub const EXIT_USAGE: i32 = 2;
+/// Exit code for runs the gate refuses to compare.
+pub const EXIT_NOT_COMPARABLE: i32 = 3;
 
 /// The exit code an error earns.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
@@ -29,6 +45,8 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
             .is_some()
     {
         EXIT_USAGE
+    } else if err.downcast_ref::<NotComparable>().is_some() {
+        EXIT_NOT_COMPARABLE
     } else {
         EXIT_FAILURE
     }
@@ -51,5 +69,10 @@ mod tests {
             exit_code(&anyhow!(UsageError("--layouts must be > 0".into()))),
             2
         );
+        assert_eq!(
+            exit_code(&anyhow!(NotComparable("layouts differ".into()))),
+            3
+        );
+        assert_eq!(exit_code(&anyhow!(Regressed("2 regressions".into()))), 1);
     }
 }

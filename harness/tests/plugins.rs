@@ -79,6 +79,7 @@ async fn run(out: &Path, text: &str, layouts: u32) -> ResultsDb {
         max_trials: None,
         max_episodes: None,
         progress: false,
+        shard: None,
     })
     .await
     .expect("a run with broken plugins completes");

@@ -23,16 +23,20 @@ pub struct TrialSpec {
     trial_seed: u64,
 }
 
-/// Runs the detection phase's pending trials.
-pub async fn run(
-    req: &RunRequest,
-    env: &Arc<Engine>,
-    db: &mut ResultsDb,
-    decisions: &DecisionSet,
-    shots: &Path,
-) -> Result<PhaseSummary> {
-    let config = &req.config;
-    let finished = db.finished_keys()?;
+impl TrialSpec {
+    /// `detection/<task>/<layout>/<fault id|working>`.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    pub fn task(&self) -> faultline_tasks::TaskKind {
+        self.decision.task
+    }
+}
+
+/// Every trial of the detection phase, in a fixed order: per task, per layout, each of the
+/// task's faults and then the working trial.
+pub fn specs(config: &crate::config::ExperimentConfig, decisions: &DecisionSet) -> Vec<TrialSpec> {
     let pairs = config.detection_pairs();
     let mut specs = Vec::new();
     for task in &config.tasks {
@@ -66,6 +70,20 @@ pub async fn run(
             }
         }
     }
+    specs
+}
+
+/// Runs the detection phase's pending trials among `specs` (the whole phase, or one
+/// shard's part of it).
+pub async fn run(
+    req: &RunRequest,
+    env: &Arc<Engine>,
+    db: &mut ResultsDb,
+    specs: Vec<TrialSpec>,
+    shots: &Path,
+) -> Result<PhaseSummary> {
+    let config = &req.config;
+    let finished = db.finished_keys()?;
     let (total, skipped, todo) = pending(specs, |s| &s.key, &finished, req.max_trials);
     run_phase(
         req.progress,

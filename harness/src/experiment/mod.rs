@@ -21,6 +21,7 @@ pub mod detection;
 pub mod phase;
 pub mod record;
 pub mod recovery;
+pub mod shard;
 
 pub use phase::PhaseSummary;
 
@@ -53,8 +54,11 @@ pub struct RunRequest {
     pub max_trials: Option<usize>,
     /// Stop after this many newly finished episodes (for tests of resume).
     pub max_episodes: Option<usize>,
-    /// Show a progress bar (when stderr is a terminal).
+    /// Show progress: a bar on a terminal, plain lines in a log (see [`phase`]).
     pub progress: bool,
+    /// Run only this shard's part of the items (see [`shard`]); `out` is the shard's own
+    /// directory.
+    pub shard: Option<shard::Shard>,
 }
 
 /// What a run did.
@@ -182,6 +186,16 @@ pub async fn run(req: RunRequest) -> Result<RunSummary> {
         }
         _ => {}
     }
+    let shard_text = req.shard.map(|s| s.to_string());
+    match db.meta("shard")? {
+        stored if stored == shard_text || stored.is_none() && db.meta("manifest")?.is_none() => {}
+        stored => bail!(UsageError(format!(
+            "{}: the stored run is shard {}, not {}",
+            db_path.display(),
+            stored.as_deref().unwrap_or("none (unsharded)"),
+            shard_text.as_deref().unwrap_or("unsharded")
+        ))),
+    }
     let harness = Harness::start(&req.config).await?;
     let result = run_with(&req, &harness, &mut db, &identity, preloaded, &agents).await;
     harness.shutdown().await;
@@ -204,6 +218,35 @@ async fn run_with(
     };
     let chromium_version = env.browser.version().to_string();
 
+    // Every item of the run, fixed by the config; a shard keeps its part.
+    let mut specs = detection::specs(config, &decisions.0);
+    let mut episodes = recovery::episodes(config, &decisions.0, agents);
+    let shard_items = match req.shard {
+        None => None,
+        Some(s) => {
+            let budget = config.recovery.limits.budget;
+            let items: Vec<(String, u64)> = specs
+                .iter()
+                .map(|t| (t.key().to_string(), shard::cost(t.key(), t.task(), budget)))
+                .chain(
+                    episodes
+                        .iter()
+                        .map(|e| (e.key().to_string(), shard::cost(e.key(), e.task(), budget))),
+                )
+                .collect();
+            let assignment = shard::assign(&items, s.count);
+            let mine = |key: &str| assignment[key] + 1 == s.index;
+            specs.retain(|t| mine(t.key()));
+            episodes.retain(|e| mine(e.key()));
+            let keys: std::collections::BTreeSet<&str> = specs
+                .iter()
+                .map(|t| t.key())
+                .chain(episodes.iter().map(|e| e.key()))
+                .collect();
+            Some((serde_json::to_string(&keys)?, items.len()))
+        }
+    };
+
     if db.meta("manifest")?.is_none() {
         let manifest = json!({
             "faultline_version": VERSION,
@@ -215,6 +258,7 @@ async fn run_with(
             "policies": config.policies,
             "faults": config.faults,
             "decisions": decisions.1,
+            "decisions_sha256": decisions_sha256(config, &decisions.0),
             "recovery": config.recovery.enabled.then(|| json!({
                 "layouts": config.recovery.layouts,
                 "policies": config.recovery.policies,
@@ -226,8 +270,21 @@ async fn run_with(
             })),
             "config_as_passed": { "name": req.config_text.name, "text": req.config_text.text, "overrides": req.overrides },
             "config_resolved": config,
+            "shard": req.shard,
         });
-        db.set_meta("manifest", &serde_json::to_string_pretty(&manifest)?)?;
+        if let Some(m) = manifest.as_object().cloned() {
+            // An unsharded manifest has no `shard` at all.
+            let mut m = m;
+            if req.shard.is_none() {
+                m.remove("shard");
+            }
+            db.set_meta("manifest", &serde_json::to_string_pretty(&m)?)?;
+        }
+        if let (Some(s), Some((keys, total))) = (req.shard, &shard_items) {
+            db.set_meta("shard", &s.to_string())?;
+            db.set_meta("shard_items", keys)?;
+            db.set_meta("shard_total_items", &total.to_string())?;
+        }
         db.set_meta("policies", &serde_json::to_string(&config.policies)?)?;
         db.set_meta("config_identity", identity)?;
         if !config.external_policies.is_empty() {
@@ -242,9 +299,9 @@ async fn run_with(
 
     let shots = req.out.join("shots");
     std::fs::create_dir_all(&shots)?;
-    let detection = detection::run(req, &env, db, &decisions.0, &shots).await?;
+    let detection = detection::run(req, &env, db, specs, &shots).await?;
     let recovery = match agents.is_empty() {
-        false => Some(recovery::run(req, &env, db, &decisions.0, &shots, agents).await?),
+        false => Some(recovery::run(req, &env, db, episodes, &shots).await?),
         true => None,
     };
 
@@ -261,6 +318,23 @@ async fn run_with(
         report: files.report_md,
         view: view.index,
     })
+}
+
+/// The SHA-256 of the decisions the run replays (every task's layouts in order, one JSON
+/// line each): what two runs must share to be compared or merged, wherever the decisions
+/// were recorded to.
+pub fn decisions_sha256(config: &ExperimentConfig, decisions: &DecisionSet) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    for task in &config.tasks {
+        for index in 0..config.layouts {
+            if let Some(d) = decisions.find(*task, config.seed, index) {
+                hash.update(serde_json::to_string(d).expect("decisions serialize"));
+                hash.update(b"\n");
+            }
+        }
+    }
+    hex::encode(hash.finalize())
 }
 
 /// Builds the agent a config names (from the agent registry); the `openai` agent's

@@ -3,10 +3,16 @@
 //! A phase's items are fixed before anything runs; those already stored (resume) are
 //! skipped; the rest run at most `jobs` at once, each finished result handed to the
 //! phase's store function in completion order (storage order does not affect results).
+//!
+//! Progress is a bar when a person watches (both stdout and stderr are terminals), and
+//! otherwise — a CI log, a pod's log, a Slurm output file — one plain line on stderr
+//! every tenth of the phase or every 10 seconds, whichever comes first: done/total, rate
+//! and ETA.
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeSet;
+use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 
@@ -37,25 +43,139 @@ pub fn pending<T>(
     (total, skipped, todo)
 }
 
-fn progress_bar(show: bool, what: &str, total: usize, skipped: usize) -> ProgressBar {
-    if !show {
-        return ProgressBar::hidden();
+/// How a phase shows its progress.
+enum Progress {
+    Off,
+    Bar(ProgressBar),
+    /// Plain lines for logs.
+    Lines(LineProgress),
+}
+
+struct LineProgress {
+    what: String,
+    total: usize,
+    done: usize,
+    /// Already stored when the phase started (not counted in the rate).
+    skipped: usize,
+    started: Instant,
+    last_line: Instant,
+    last_tenth: usize,
+}
+
+/// The interval between two progress lines when fewer than a tenth of the items finish.
+const LINE_EVERY: Duration = Duration::from_secs(10);
+
+impl LineProgress {
+    fn new(what: &str, total: usize, skipped: usize) -> LineProgress {
+        let now = Instant::now();
+        let p = LineProgress {
+            what: what.trim().to_string(),
+            total,
+            done: skipped,
+            skipped,
+            started: now,
+            last_line: now,
+            last_tenth: tenth(skipped, total),
+        };
+        eprintln!(
+            "{}: {} items, {} already stored, {} to run",
+            p.what,
+            total,
+            skipped,
+            total - skipped
+        );
+        p
     }
-    let bar = ProgressBar::new(total as u64);
-    bar.set_style(
-        ProgressStyle::with_template(&format!(
-            "{what} {{bar:40}} {{pos}}/{{len}}  {{elapsed}} elapsed, ETA {{eta}}"
-        ))
-        .expect("valid template"),
-    );
-    bar.set_position(skipped as u64);
-    bar.reset_eta();
-    bar
+
+    fn inc(&mut self) {
+        self.done += 1;
+        let now = Instant::now();
+        let t = tenth(self.done, self.total);
+        if t > self.last_tenth || now - self.last_line >= LINE_EVERY || self.done == self.total {
+            self.last_tenth = t;
+            self.last_line = now;
+            eprintln!("{}", self.line(now - self.started));
+        }
+    }
+
+    /// `detection: 48/480 (10%), 3.2/s, ETA 2m15s`.
+    fn line(&self, elapsed: Duration) -> String {
+        let ran = self.done - self.skipped;
+        let rate = ran as f64 / elapsed.as_secs_f64().max(1e-9);
+        let left = self.total - self.done;
+        let eta = if left == 0 {
+            "done".to_string()
+        } else if ran == 0 {
+            "ETA unknown".to_string()
+        } else {
+            format!("ETA {}", duration(left as f64 / rate))
+        };
+        format!(
+            "{}: {}/{} ({}%), {:.1}/s, {} elapsed, {}",
+            self.what,
+            self.done,
+            self.total,
+            (100 * self.done).checked_div(self.total).unwrap_or(100),
+            rate,
+            duration(elapsed.as_secs_f64()),
+            eta
+        )
+    }
+}
+
+/// Which tenth of the phase `done` items reach (0 to 10).
+fn tenth(done: usize, total: usize) -> usize {
+    (10 * done).checked_div(total).unwrap_or(10)
+}
+
+/// `2m15s`, `1h02m`, `42s`.
+fn duration(secs: f64) -> String {
+    let s = secs.round() as u64;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+impl Progress {
+    fn new(show: bool, what: &str, total: usize, skipped: usize) -> Progress {
+        if !show {
+            return Progress::Off;
+        }
+        if !(std::io::stderr().is_terminal() && std::io::stdout().is_terminal()) {
+            return Progress::Lines(LineProgress::new(what, total, skipped));
+        }
+        let bar = ProgressBar::new(total as u64);
+        bar.set_style(
+            ProgressStyle::with_template(&format!(
+                "{what} {{bar:40}} {{pos}}/{{len}}  {{elapsed}} elapsed, ETA {{eta}}"
+            ))
+            .expect("valid template"),
+        );
+        bar.set_position(skipped as u64);
+        bar.reset_eta();
+        Progress::Bar(bar)
+    }
+
+    fn inc(&mut self) {
+        match self {
+            Progress::Off => {}
+            Progress::Bar(bar) => bar.inc(1),
+            Progress::Lines(lines) => lines.inc(),
+        }
+    }
+
+    fn finish(self) {
+        if let Progress::Bar(bar) = self {
+            bar.finish();
+        }
+    }
 }
 
 /// Runs a phase: `work` on every item with at most `jobs` at once, each finished result
 /// handed to `store` in completion order (storage order does not affect results), with a
-/// progress bar over the phase's `(total, already stored)`.
+/// progress (a bar or log lines, when `progress`) over the phase's `(total, already stored)`.
 pub async fn run_phase<S, R, Fut>(
     progress: bool,
     name: &str,
@@ -69,7 +189,7 @@ where
     Fut: std::future::Future<Output = Result<R>> + Send + 'static,
     R: Send + 'static,
 {
-    let bar = progress_bar(progress, name, total, skipped);
+    let mut bar = Progress::new(progress, name, total, skipped);
     let started = Instant::now();
     let mut run = 0usize;
     let mut queue = items.into_iter();
@@ -81,16 +201,37 @@ where
         let result = joined.context("a task panicked")??;
         store(result)?;
         run += 1;
-        bar.inc(1);
+        bar.inc();
         if let Some(next) = queue.next() {
             running.spawn(work(next));
         }
     }
-    bar.finish_and_clear();
+    bar.finish();
     Ok(PhaseSummary {
         total,
         run,
         skipped,
         wall: started.elapsed(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_lines_read_well_in_a_log() {
+        let mut p = LineProgress::new("recovery ", 480, 48);
+        p.done = 96;
+        assert_eq!(
+            p.line(Duration::from_secs(15)),
+            "recovery: 96/480 (20%), 3.2/s, 15s elapsed, ETA 2m00s"
+        );
+        p.done = 480;
+        assert_eq!(
+            p.line(Duration::from_secs(3725)),
+            "recovery: 480/480 (100%), 0.1/s, 1h02m elapsed, done"
+        );
+        assert_eq!((tenth(47, 480), tenth(48, 480), tenth(0, 0)), (0, 1, 10));
+    }
 }

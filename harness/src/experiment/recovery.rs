@@ -27,24 +27,24 @@ pub struct EpisodeTask {
     seed: u64,
 }
 
-/// Runs the recovery phase's pending episodes.
-pub async fn run(
-    req: &RunRequest,
-    env: &Arc<Engine>,
-    db: &mut ResultsDb,
-    decisions: &DecisionSet,
-    shots: &Path,
-    agents: &[Arc<dyn Agent>],
-) -> Result<PhaseSummary> {
-    let config = &req.config;
-    let rc = &config.recovery;
-    let registry = &env.policy_registry;
-    let mut policies: BTreeMap<String, Arc<dyn VerificationPolicy>> = BTreeMap::new();
-    for name in &rc.policies {
-        let p = registry.build(name).map_err(|e| anyhow!(e))?;
-        policies.insert(name.clone(), Arc::from(p));
+impl EpisodeTask {
+    /// `recovery/<task>/<fault>/<policy>/<agent>/r<run>/<layout>`.
+    pub fn key(&self) -> &str {
+        &self.key
     }
-    let finished = db.finished_episode_keys()?;
+
+    pub fn task(&self) -> faultline_tasks::TaskKind {
+        self.decision.task
+    }
+}
+
+/// Every episode of the recovery phase, in a fixed order.
+pub fn episodes(
+    config: &crate::config::ExperimentConfig,
+    decisions: &DecisionSet,
+    agents: &[Arc<dyn Agent>],
+) -> Vec<EpisodeTask> {
+    let rc = &config.recovery;
     // Fixed before any agent call: for every agent, the first `layouts` layouts of every
     // task, every (task, fault) pair, every policy, every run.
     let mut tasks = Vec::new();
@@ -75,6 +75,27 @@ pub async fn run(
             }
         }
     }
+    tasks
+}
+
+/// Runs the recovery phase's pending episodes among `tasks` (the whole phase, or one
+/// shard's part of it).
+pub async fn run(
+    req: &RunRequest,
+    env: &Arc<Engine>,
+    db: &mut ResultsDb,
+    tasks: Vec<EpisodeTask>,
+    shots: &Path,
+) -> Result<PhaseSummary> {
+    let config = &req.config;
+    let rc = &config.recovery;
+    let registry = &env.policy_registry;
+    let mut policies: BTreeMap<String, Arc<dyn VerificationPolicy>> = BTreeMap::new();
+    for name in &rc.policies {
+        let p = registry.build(name).map_err(|e| anyhow!(e))?;
+        policies.insert(name.clone(), Arc::from(p));
+    }
+    let finished = db.finished_episode_keys()?;
     let (total, skipped, todo) = pending(tasks, |t| &t.key, &finished, req.max_episodes);
     let limits = rc.limits;
     run_phase(

@@ -83,6 +83,7 @@ pub async fn run_limited(
         max_trials,
         max_episodes,
         progress: false,
+        shard: None,
     })
     .await
     .expect("run succeeds")

@@ -1,0 +1,297 @@
+//! The gate's verdict as Markdown (a CI step summary or a pull-request comment), JUnit
+//! XML (one test case per cell and per bound) and JSON. Same report in, same bytes out.
+
+use super::{CellResult, FloorResult, GateReport, Status};
+use crate::format::md_cell;
+use std::fmt::Write as _;
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+fn points(x: f64) -> String {
+    format!("{:+.1} pts", 100.0 * x)
+}
+
+fn interval(c: &CellResult) -> String {
+    match (c.ci_low, c.ci_high) {
+        (Some(lo), Some(hi)) => format!("[{:+.1}, {:+.1}]", 100.0 * lo, 100.0 * hi),
+        _ => "n/a".into(),
+    }
+}
+
+fn p_value(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// `caught 18/20 (90.0%)` for one side of a cell.
+fn side(count: usize, n: usize, rate: f64) -> String {
+    format!("{count}/{n} ({})", pct(rate))
+}
+
+/// The numbers of one cell, in one line (JUnit failure messages, logs).
+pub fn cell_line(c: &CellResult) -> String {
+    format!(
+        "{} {}: baseline {} -> candidate {}, difference {} (interval {}, McNemar p {}, {} worse / {} better items, margin {})",
+        c.metric,
+        c.name(),
+        side(c.baseline_count, c.n, c.baseline_rate),
+        side(c.candidate_count, c.n, c.candidate_rate),
+        points(c.difference),
+        interval(c),
+        p_value(c.mcnemar_p),
+        c.worse,
+        c.better,
+        points(c.margin).trim_start_matches('+'),
+    )
+}
+
+fn cell_table(out: &mut String, cells: &[&CellResult]) {
+    out.push_str("| metric | fault | task | policy | agent | baseline | candidate | difference | interval | McNemar p |\n");
+    out.push_str("|---|---|---|---|---|---:|---:|---:|---|---:|\n");
+    for c in cells {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            c.metric,
+            md_cell(c.fault.as_deref().unwrap_or("")),
+            md_cell(&c.task),
+            md_cell(&c.policy),
+            md_cell(c.agent.as_deref().unwrap_or("")),
+            side(c.baseline_count, c.n, c.baseline_rate),
+            side(c.candidate_count, c.n, c.candidate_rate),
+            points(c.difference),
+            interval(c),
+            p_value(c.mcnemar_p),
+        );
+    }
+}
+
+/// The Markdown summary: the verdict, the reasons, regressions and improvements first,
+/// the bounds, then every other cell folded away.
+pub fn markdown(r: &GateReport) -> String {
+    let mut out = String::new();
+    let regressions: Vec<&CellResult> = r.regressions().collect();
+    let improvements: Vec<&CellResult> = r.improvements().collect();
+    let failed_floors: Vec<&FloorResult> = r.failed_floors().collect();
+    let verdict = if let Some(why) = &r.comparability.refused {
+        format!("NOT COMPARABLE: {why}")
+    } else if r.failed() {
+        format!(
+            "FAIL: {} regression{}, {} bound{} not met",
+            regressions.len(),
+            if regressions.len() == 1 { "" } else { "s" },
+            failed_floors.len(),
+            if failed_floors.len() == 1 { "" } else { "s" }
+        )
+    } else {
+        format!(
+            "PASS: no regression in {} cells ({} improved)",
+            r.cells.len(),
+            improvements.len()
+        )
+    };
+    let _ = writeln!(out, "## faultline gate: {verdict}\n");
+    let test = match r.rules.significance {
+        super::Significance::Mcnemar => format!(
+            "McNemar's exact test on the paired items confirms it at level {}",
+            r.rules.level.get()
+        ),
+        super::Significance::Bootstrap => format!(
+            "its layout-cluster bootstrap interval at level {} excludes zero",
+            r.rules.level.get()
+        ),
+        super::Significance::None => "no paired test is asked for: the margin alone decides".into(),
+    };
+    let _ = writeln!(
+        out,
+        "Baseline `{}`, candidate `{}`. A cell regresses when it moves the wrong way by more than its margin (detection {}, false alarms {}, recovery {}) and {test}. Differences are candidate minus baseline, in points, with their interval.\n",
+        r.baseline,
+        r.candidate,
+        pct(r.rules.detection.margin),
+        pct(r.rules.false_alarms.margin),
+        pct(r.rules.recovery.margin),
+    );
+    for w in &r.comparability.warnings {
+        let _ = writeln!(out, "> warning: {w}");
+    }
+    if !r.comparability.warnings.is_empty() {
+        out.push('\n');
+    }
+    if r.comparability.refused.is_some() && r.cells.is_empty() {
+        return out;
+    }
+    if !regressions.is_empty() {
+        let _ = writeln!(out, "### Regressions ({})\n", regressions.len());
+        cell_table(&mut out, &regressions);
+        out.push('\n');
+    }
+    if !improvements.is_empty() {
+        let _ = writeln!(out, "### Improvements ({})\n", improvements.len());
+        cell_table(&mut out, &improvements);
+        out.push('\n');
+    }
+    if !r.floors.is_empty() {
+        out.push_str("### Bounds\n\n| bound | candidate | result |\n|---|---:|---|\n");
+        for f in &r.floors {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                md_cell(&f.name()),
+                f.rate.map_or("no items".into(), |x| format!(
+                    "{}/{} ({})",
+                    f.count,
+                    f.n,
+                    pct(x)
+                )),
+                if f.passed { "met" } else { "**not met**" }
+            );
+        }
+        out.push('\n');
+    }
+    let rest: Vec<&CellResult> = r
+        .cells
+        .iter()
+        .filter(|c| matches!(c.status, Status::Unchanged | Status::NoData))
+        .collect();
+    if !rest.is_empty() {
+        let _ = writeln!(
+            out,
+            "<details><summary>{} cells without a confirmed change</summary>\n",
+            rest.len()
+        );
+        cell_table(&mut out, &rest);
+        out.push_str("\n</details>\n");
+    }
+    out
+}
+
+fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// JUnit XML: one `testsuite` per metric (plus `bounds`), one `testcase` per cell;
+/// regressions and unmet bounds are `failure`s whose message carries the numbers, cells
+/// without data are `skipped`. A refused comparison is one failing test case.
+pub fn junit(r: &GateReport) -> String {
+    let mut suites: Vec<(String, Vec<String>, usize, usize)> = Vec::new();
+    if let Some(why) = &r.comparability.refused {
+        suites.push((
+            "comparability".into(),
+            vec![format!(
+                "    <testcase classname=\"faultline.gate\" name=\"comparable\">\n      <failure type=\"not_comparable\" message=\"{}\"/>\n    </testcase>\n",
+                xml_escape(why)
+            )],
+            1,
+            0,
+        ));
+    }
+    for metric in super::Metric::ALL {
+        let mut cases = Vec::new();
+        let (mut failures, mut skipped) = (0, 0);
+        let mut cells: Vec<&CellResult> = r.cells.iter().filter(|c| c.metric == metric).collect();
+        cells.sort_by(|a, b| {
+            (&a.fault, &a.task, &a.policy, &a.agent).cmp(&(&b.fault, &b.task, &b.policy, &b.agent))
+        });
+        for c in cells {
+            let head = format!(
+                "    <testcase classname=\"faultline.gate.{}\" name=\"{}\">\n",
+                metric,
+                xml_escape(&c.name())
+            );
+            let body = match c.status {
+                Status::Regression => {
+                    failures += 1;
+                    format!(
+                        "      <failure type=\"regression\" message=\"{}\">{}</failure>\n",
+                        xml_escape(&cell_line(c)),
+                        xml_escape(&cell_line(c))
+                    )
+                }
+                Status::NoData => {
+                    skipped += 1;
+                    "      <skipped message=\"no paired items (the fault fired in neither run)\"/>\n".into()
+                }
+                Status::Improvement | Status::Unchanged => format!(
+                    "      <system-out>{}</system-out>\n",
+                    xml_escape(&cell_line(c))
+                ),
+            };
+            cases.push(format!("{head}{body}    </testcase>\n"));
+        }
+        if !cases.is_empty() {
+            suites.push((metric.name().into(), cases, failures, skipped));
+        }
+    }
+    if !r.floors.is_empty() {
+        let mut failures = 0;
+        let cases = r
+            .floors
+            .iter()
+            .map(|f| {
+                let numbers = f.rate.map_or("no items".into(), |x| {
+                    format!("candidate {}/{} ({})", f.count, f.n, pct(x))
+                });
+                let body = if f.passed {
+                    format!("      <system-out>{}</system-out>\n", xml_escape(&numbers))
+                } else {
+                    failures += 1;
+                    format!(
+                        "      <failure type=\"bound\" message=\"{}: {}\"/>\n",
+                        xml_escape(&f.name()),
+                        xml_escape(&numbers)
+                    )
+                };
+                format!(
+                    "    <testcase classname=\"faultline.gate.bounds\" name=\"{}\">\n{body}    </testcase>\n",
+                    xml_escape(&f.name())
+                )
+            })
+            .collect();
+        suites.push(("bounds".into(), cases, failures, 0));
+    }
+    let tests: usize = suites.iter().map(|s| s.1.len()).sum();
+    let failures: usize = suites.iter().map(|s| s.2).sum();
+    let skipped: usize = suites.iter().map(|s| s.3).sum();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"faultline gate\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">"
+    );
+    for (name, cases, failures, skipped) in suites {
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"faultline.gate.{name}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">",
+            cases.len()
+        );
+        for c in cases {
+            out.push_str(&c);
+        }
+        out.push_str("  </testsuite>\n");
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+/// The whole report as pretty JSON.
+pub fn json(r: &GateReport) -> String {
+    let mut s = serde_json::to_string_pretty(r).expect("gate reports serialize");
+    s.push('\n');
+    s
+}

@@ -1,0 +1,229 @@
+//! What the gate compares: a run reduced to its identity and every item's outcome, read
+//! from a results database or from a committed baseline file (the same structure as
+//! JSON, versioned).
+
+use crate::config::run_policies;
+use crate::db::ResultsDb;
+use anyhow::{anyhow, bail, Context, Result};
+use faultline_tasks::{Condition, Verdict};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The `format` field of a baseline file.
+pub const BASELINE_FORMAT: &str = "faultline-baseline";
+/// The baseline file version this faultline writes and reads.
+pub const BASELINE_VERSION: u32 = 1;
+
+/// What makes two runs comparable, from the run's manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Identity {
+    pub root_seed: serde_json::Value,
+    pub layouts: serde_json::Value,
+    pub tasks: serde_json::Value,
+    pub faults: serde_json::Value,
+    /// The decisions' content hash when the manifest has one, else their description.
+    pub decisions: serde_json::Value,
+    /// The recovery design without its policy list (policies may differ between runs).
+    pub recovery: serde_json::Value,
+    pub chromium_version: Option<String>,
+    pub git_commit: Option<String>,
+    pub faultline_version: Option<String>,
+}
+
+impl Identity {
+    /// Reads the identity out of a run manifest (JSON).
+    pub fn from_manifest(m: &serde_json::Value) -> Identity {
+        let mut recovery = m["recovery"].clone();
+        if let Some(o) = recovery.as_object_mut() {
+            o.remove("policies");
+        }
+        let decisions = match &m["decisions_sha256"] {
+            serde_json::Value::Null => m["decisions"].clone(),
+            hash => hash.clone(),
+        };
+        let text = |k: &str| m[k].as_str().map(str::to_string);
+        Identity {
+            root_seed: m["root_seed"].clone(),
+            layouts: m["layouts"].clone(),
+            tasks: m["tasks"].clone(),
+            faults: m["faults"].clone(),
+            decisions,
+            recovery,
+            chromium_version: text("chromium_version"),
+            git_commit: text("git_commit"),
+            faultline_version: text("faultline_version"),
+        }
+    }
+}
+
+/// One detection trial: its key, cell and every policy's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialOutcome {
+    pub key: String,
+    pub task: String,
+    /// `None` on working trials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
+    pub layout: u32,
+    /// `None` on working trials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fired: Option<bool>,
+    /// The ledger's verdict: the intended outcome happened.
+    pub truth: bool,
+    /// Policy -> `success`, `no_change` or `fail`.
+    pub verdicts: BTreeMap<String, Verdict>,
+}
+
+impl TrialOutcome {
+    /// The policy's verdict agreed with the ledger (the report's *caught*).
+    pub fn caught(&self, policy: &str) -> Option<bool> {
+        self.verdicts
+            .get(policy)
+            .map(|v| (*v == Verdict::Success) == self.truth)
+    }
+
+    /// The policy raised an alarm (any verdict but `success`).
+    pub fn alarm(&self, policy: &str) -> Option<bool> {
+        self.verdicts.get(policy).map(|v| *v != Verdict::Success)
+    }
+}
+
+/// One recovery episode: its key, cell and outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeOutcome {
+    pub key: String,
+    pub task: String,
+    pub fault: String,
+    pub policy: String,
+    pub agent: String,
+    pub layout: u32,
+    pub fired: bool,
+    pub success: bool,
+}
+
+/// A run as the gate sees it (and as a baseline file stores it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Always [`BASELINE_FORMAT`].
+    pub format: String,
+    /// [`BASELINE_VERSION`].
+    pub version: u32,
+    pub identity: Identity,
+    /// The run's policies, in report order.
+    pub policies: Vec<String>,
+    /// Detection trials, by key.
+    pub trials: Vec<TrialOutcome>,
+    /// Recovery episodes, by key.
+    pub episodes: Vec<EpisodeOutcome>,
+}
+
+impl Snapshot {
+    /// Reads a stored run.
+    pub fn from_db(db: &ResultsDb) -> Result<Snapshot> {
+        let manifest: serde_json::Value = match db.meta("manifest")? {
+            Some(m) => serde_json::from_str(&m).context("meta.manifest is not JSON")?,
+            None => bail!("the database has no run manifest"),
+        };
+        let mut verdicts: BTreeMap<String, BTreeMap<String, Verdict>> = BTreeMap::new();
+        for v in db.verdicts()? {
+            verdicts
+                .entry(v.trial_key)
+                .or_default()
+                .insert(v.policy, v.verdict);
+        }
+        let trials = db
+            .trials()?
+            .into_iter()
+            .filter(|t| t.experiment == "detection")
+            .map(|t| TrialOutcome {
+                verdicts: verdicts.remove(&t.trial_key).unwrap_or_default(),
+                task: t.task.name().to_string(),
+                fault: t.fault.map(|f| f.id().to_string()),
+                layout: t.layout_index,
+                fired: match t.condition {
+                    Condition::Faulty => Some(t.fired.unwrap_or(false)),
+                    Condition::Working => None,
+                },
+                truth: t.truth_achieved,
+                key: t.trial_key,
+            })
+            .collect();
+        let episodes = db
+            .episodes()?
+            .into_iter()
+            .map(|e| EpisodeOutcome {
+                task: e.task.name().to_string(),
+                fault: e.fault.id().to_string(),
+                policy: e.policy,
+                agent: e.agent,
+                layout: e.layout_index,
+                fired: e.fired,
+                success: e.success,
+                key: e.episode_key,
+            })
+            .collect();
+        Ok(Snapshot {
+            format: BASELINE_FORMAT.into(),
+            version: BASELINE_VERSION,
+            identity: Identity::from_manifest(&manifest),
+            policies: run_policies(db)?,
+            trials,
+            episodes,
+        })
+    }
+
+    /// Parses a baseline file's text; `name` prefixes every error.
+    pub fn from_json(name: &str, text: &str) -> Result<Snapshot> {
+        let v: serde_json::Value =
+            serde_json::from_str(text).with_context(|| format!("{name}: not JSON"))?;
+        match (v["format"].as_str(), v["version"].as_u64()) {
+            (Some(BASELINE_FORMAT), Some(n)) if n == u64::from(BASELINE_VERSION) => {}
+            (Some(BASELINE_FORMAT), n) => bail!(
+                "{name}: baseline version {} (this faultline reads version {BASELINE_VERSION})",
+                n.map_or("missing".to_string(), |n| n.to_string())
+            ),
+            _ => bail!("{name}: not a faultline baseline (no \"format\": \"{BASELINE_FORMAT}\")"),
+        }
+        serde_json::from_value(v).with_context(|| format!("{name}: malformed baseline"))
+    }
+
+    /// The baseline file's text: pretty JSON, one stable order, a final newline.
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("snapshots serialize");
+        s.push('\n');
+        s
+    }
+}
+
+/// Reads a gate input: a run directory (its `results.sqlite`), a results database, or a
+/// baseline file (`.json`). Every failure names the path.
+pub fn load_input(path: &Path) -> Result<Snapshot> {
+    let name = path.display().to_string();
+    let db_path = if path.is_dir() {
+        path.join("results.sqlite")
+    } else {
+        path.to_path_buf()
+    };
+    if !db_path.exists() {
+        bail!("{name}: no such run directory, results database or baseline file");
+    }
+    let head = std::fs::read(&db_path)
+        .with_context(|| format!("{name}: cannot read"))?
+        .into_iter()
+        .take(16)
+        .collect::<Vec<u8>>();
+    if head.starts_with(b"SQLite format 3") {
+        let read = ResultsDb::open_read_only(&db_path).and_then(|db| Snapshot::from_db(&db));
+        return read.map_err(|e| {
+            let e = format!("{e:#}");
+            match e.contains(&name) {
+                true => anyhow!(e),
+                false => anyhow!("{name}: {e}"),
+            }
+        });
+    }
+    let text = std::fs::read_to_string(&db_path)
+        .with_context(|| format!("{name}: neither a results database nor a baseline file"))?;
+    Snapshot::from_json(&name, &text)
+}

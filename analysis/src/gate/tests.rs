@@ -1,0 +1,371 @@
+use super::*;
+use crate::db::tests::{row, verdict};
+use crate::db::ResultsDb;
+use faultline_tasks::Verdict;
+
+const FRAME_FAULT: &str = "feedback.iframe_no_change";
+
+fn identity(layouts: u32) -> Identity {
+    Identity::from_manifest(&serde_json::json!({
+        "root_seed": 1, "layouts": layouts, "tasks": ["grid", "frame"],
+        "faults": ["reference"], "decisions_sha256": "abc",
+        "recovery": {"layouts": 2, "runs": 1, "policies": ["outcome"]},
+        "chromium_version": "120.0", "git_commit": "c0ffee",
+    }))
+}
+
+/// A run of `layouts` layouts: per layout a fired grid fault (the click landed wrong), a
+/// fired frame fault (the tool lies: the click worked), a working trial of each task, and
+/// an episode per policy. `outcome` catches everything and never alarms unless `weak`,
+/// when it believes the tool inside frames (the frame fault is missed); `unverified`
+/// believes the tool always.
+fn snapshot(layouts: u32, weak: bool) -> Snapshot {
+    let mut trials = Vec::new();
+    let mut episodes = Vec::new();
+    for layout in 0..layouts {
+        let v = |pairs: &[(&str, Verdict)]| {
+            pairs
+                .iter()
+                .map(|(p, v)| (p.to_string(), *v))
+                .collect::<BTreeMap<_, _>>()
+        };
+        trials.push(TrialOutcome {
+            key: format!("detection/grid/{layout:03}/execute.unscaled_coordinates"),
+            task: "grid".into(),
+            fault: Some("execute.unscaled_coordinates".into()),
+            layout,
+            fired: Some(true),
+            truth: false,
+            verdicts: v(&[("unverified", Verdict::Success), ("outcome", Verdict::Fail)]),
+        });
+        trials.push(TrialOutcome {
+            key: format!("detection/frame/{layout:03}/{FRAME_FAULT}"),
+            task: "frame".into(),
+            fault: Some(FRAME_FAULT.into()),
+            layout,
+            fired: Some(true),
+            truth: true,
+            verdicts: v(&[
+                ("unverified", Verdict::NoChange),
+                (
+                    "outcome",
+                    if weak {
+                        Verdict::NoChange
+                    } else {
+                        Verdict::Success
+                    },
+                ),
+            ]),
+        });
+        for task in ["grid", "frame"] {
+            trials.push(TrialOutcome {
+                key: format!("detection/{task}/{layout:03}/working"),
+                task: task.into(),
+                fault: None,
+                layout,
+                fired: None,
+                truth: true,
+                verdicts: v(&[
+                    ("unverified", Verdict::Success),
+                    ("outcome", Verdict::Success),
+                ]),
+            });
+        }
+        episodes.push(EpisodeOutcome {
+            key: format!("recovery/frame/{FRAME_FAULT}/outcome/scripted/r0/{layout:03}"),
+            task: "frame".into(),
+            fault: FRAME_FAULT.into(),
+            policy: "outcome".into(),
+            agent: "scripted".into(),
+            layout,
+            fired: true,
+            success: !weak || layout % 4 == 0,
+        });
+    }
+    Snapshot {
+        format: snapshot::BASELINE_FORMAT.into(),
+        version: snapshot::BASELINE_VERSION,
+        identity: identity(layouts),
+        policies: vec!["unverified".into(), "outcome".into()],
+        trials,
+        episodes,
+    }
+}
+
+#[test]
+fn an_unchanged_rerun_passes() {
+    let (a, b) = (snapshot(12, false), snapshot(12, false));
+    let r = gate(&a, &b, ("base", "cand"), &Rules::default(), false);
+    assert_eq!(r.comparability.refused, None);
+    assert!(!r.failed());
+    // 2 detection cells x 2 policies, 2 false-alarm cells x 2 policies, 1 recovery cell.
+    assert_eq!(r.cells.len(), 9);
+    assert!(r.cells.iter().all(|c| c.status == Status::Unchanged));
+    let md = render::markdown(&r);
+    assert!(
+        md.starts_with("## faultline gate: PASS: no regression in 9 cells"),
+        "{md}"
+    );
+}
+
+#[test]
+fn a_weakened_policy_fails_and_names_the_regressed_rows() {
+    let (a, b) = (snapshot(12, false), snapshot(12, true));
+    let r = gate(&a, &b, ("base", "cand"), &Rules::default(), false);
+    assert!(r.failed());
+    let reg: Vec<String> = r
+        .regressions()
+        .map(|c| format!("{} {}", c.metric, c.name()))
+        .collect();
+    assert_eq!(
+        reg,
+        [
+            format!("detection {FRAME_FAULT} / frame / outcome"),
+            format!("recovery {FRAME_FAULT} / frame / outcome / scripted"),
+        ]
+    );
+    // Regressions come first, with both rates, the difference and its interval.
+    let d = &r.cells[0];
+    assert_eq!((d.baseline_count, d.candidate_count, d.n), (12, 0, 12));
+    assert_eq!((d.worse, d.better), (12, 0));
+    assert!(d.mcnemar_p < 0.001);
+    assert!(d.ci_high.unwrap() <= 0.0);
+    let md = render::markdown(&r);
+    assert!(
+        md.starts_with("## faultline gate: FAIL: 2 regressions, 0 bounds not met"),
+        "{md}"
+    );
+    let regressions = md.split("### Regressions (2)").nth(1).unwrap();
+    assert!(regressions.contains(&format!(
+        "| detection | {FRAME_FAULT} | frame | outcome |  | 12/12 (100.0%) | 0/12 (0.0%) | -100.0 pts |"
+    )), "{md}");
+    let junit = render::junit(&r);
+    let failures = junit_failures(&junit);
+    assert_eq!(
+        failures,
+        [
+            format!("faultline.gate.detection::{FRAME_FAULT} / frame / outcome"),
+            format!("faultline.gate.recovery::{FRAME_FAULT} / frame / outcome / scripted"),
+        ]
+    );
+    assert!(junit.contains("baseline 12/12 (100.0%) -&gt; candidate 0/12 (0.0%)"));
+    // The candidate's rise is the baseline's improvement when the roles swap.
+    let back = gate(&b, &a, ("cand", "base"), &Rules::default(), false);
+    assert!(!back.failed());
+    assert_eq!(back.improvements().count(), 2);
+}
+
+/// Checks the common JUnit structure (testsuites > testsuite > testcase > failure |
+/// skipped | system-out, with the counting attributes agreeing) and returns the failing
+/// cases as `classname::name`.
+fn junit_failures(xml: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(xml).expect("well-formed XML");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites");
+    let count = |n: roxmltree::Node, a: &str| n.attribute(a).unwrap().parse::<usize>().unwrap();
+    let mut failed = Vec::new();
+    let (mut tests, mut failures) = (0, 0);
+    for suite in root.children().filter(|n| n.is_element()) {
+        assert_eq!(suite.tag_name().name(), "testsuite");
+        assert!(suite.attribute("name").is_some());
+        let cases: Vec<_> = suite.children().filter(|n| n.is_element()).collect();
+        assert_eq!(count(suite, "tests"), cases.len());
+        let mut suite_failures = 0;
+        for case in cases {
+            assert_eq!(case.tag_name().name(), "testcase");
+            let (class, name) = (
+                case.attribute("classname").unwrap(),
+                case.attribute("name").unwrap(),
+            );
+            for child in case.children().filter(|n| n.is_element()) {
+                match child.tag_name().name() {
+                    "failure" => {
+                        assert!(child.attribute("message").is_some_and(|m| !m.is_empty()));
+                        assert!(child.attribute("type").is_some());
+                        suite_failures += 1;
+                        failed.push(format!("{class}::{name}"));
+                    }
+                    "skipped" | "system-out" => {}
+                    other => panic!("unexpected <{other}> in a testcase"),
+                }
+            }
+        }
+        assert_eq!(count(suite, "failures"), suite_failures);
+        tests += count(suite, "tests");
+        failures += suite_failures;
+    }
+    assert_eq!(
+        (count(root, "tests"), count(root, "failures")),
+        (tests, failures)
+    );
+    failed
+}
+
+#[test]
+fn small_drops_within_the_margin_or_unconfirmed_are_not_regressions() {
+    let a = snapshot(12, false);
+    let mut b = snapshot(12, false);
+    // Two of twelve frame trials missed: -16.7 points, but McNemar p = 0.5.
+    for t in b
+        .trials
+        .iter_mut()
+        .filter(|t| t.fault.as_deref() == Some(FRAME_FAULT))
+        .take(2)
+    {
+        t.verdicts.insert("outcome".into(), Verdict::Fail);
+    }
+    let r = gate(&a, &b, ("a", "b"), &Rules::default(), false);
+    assert!(!r.failed());
+    // With no test, the margin alone decides.
+    let rules = Rules::parse("r.toml", "significance = \"none\"").unwrap();
+    let r = gate(&a, &b, ("a", "b"), &rules, false);
+    assert_eq!(r.regressions().count(), 1);
+    let rules = Rules::parse(
+        "r.toml",
+        "significance = \"none\"\n[detection]\nmargin = 0.2",
+    )
+    .unwrap();
+    assert!(!gate(&a, &b, ("a", "b"), &rules, false).failed());
+}
+
+#[test]
+fn rising_false_alarms_regress() {
+    let a = snapshot(12, false);
+    let mut b = snapshot(12, false);
+    for t in b
+        .trials
+        .iter_mut()
+        .filter(|t| t.key.starts_with("detection/grid") && t.fault.is_none())
+    {
+        t.verdicts.insert("outcome".into(), Verdict::NoChange);
+    }
+    let r = gate(&a, &b, ("a", "b"), &Rules::default(), false);
+    let reg: Vec<_> = r.regressions().map(|c| (c.metric, c.name())).collect();
+    assert_eq!(reg, [(Metric::FalseAlarms, "grid / outcome".to_string())]);
+}
+
+#[test]
+fn incomparable_runs_are_refused_with_one_line() {
+    let a = snapshot(12, false);
+    let b = snapshot(10, false);
+    let r = gate(&a, &b, ("a", "b"), &Rules::default(), false);
+    assert_eq!(
+        r.comparability.refused.as_deref(),
+        Some("layouts differ (baseline 12, candidate 10)")
+    );
+    assert!(r.cells.is_empty());
+    assert!(render::markdown(&r).starts_with("## faultline gate: NOT COMPARABLE: layouts differ"));
+    assert_eq!(
+        junit_failures(&render::junit(&r)),
+        ["faultline.gate::comparable"]
+    );
+    // The brave may compare anyway: the shared items are paired.
+    let forced = gate(&a, &b, ("a", "b"), &Rules::default(), true);
+    assert!(!forced.cells.is_empty());
+    // Same design, a missing item: named.
+    let mut c = snapshot(12, false);
+    c.trials.retain(|t| t.key != "detection/grid/003/working");
+    let r = gate(&a, &c, ("a", "b"), &Rules::default(), false);
+    assert_eq!(
+        r.comparability.refused.as_deref(),
+        Some("trial items differ: `detection/grid/003/working` is in the baseline only (48 vs 47 items)")
+    );
+    // A different decision set, or Chromium (a warning only).
+    let mut d = snapshot(12, false);
+    d.identity.decisions = serde_json::json!("def");
+    assert!(gate(&a, &d, ("a", "b"), &Rules::default(), false)
+        .comparability
+        .refused
+        .unwrap()
+        .starts_with("decisions differ"));
+    let mut e = snapshot(12, false);
+    e.identity.chromium_version = Some("121.0".into());
+    let r = gate(&a, &e, ("a", "b"), &Rules::default(), false);
+    assert_eq!(r.comparability.refused, None);
+    assert_eq!(
+        r.comparability.warnings,
+        ["Chromium versions differ (baseline 120.0, candidate 121.0)"]
+    );
+}
+
+#[test]
+fn floors_bound_the_candidates_pooled_rate() {
+    let rules = Rules::parse(
+        "r.toml",
+        "[[floor]]\nmetric = \"detection\"\npolicy = \"outcome\"\nmin = 0.95\n\n[[floor]]\nmetric = \"false_alarms\"\nmax = 0.0\n",
+    )
+    .unwrap();
+    let a = snapshot(12, false);
+    let r = gate(&a, &a, ("a", "b"), &rules, false);
+    assert!(r.floors.iter().all(|f| f.passed), "{:?}", r.floors);
+    let r = gate(&a, &snapshot(12, true), ("a", "b"), &rules, false);
+    let failed: Vec<_> = r
+        .failed_floors()
+        .map(|f| (f.name(), f.count, f.n))
+        .collect();
+    assert_eq!(
+        failed,
+        [("detection policy=outcome >= 0.95".to_string(), 12, 24)]
+    );
+    assert!(render::markdown(&r)
+        .contains("| detection policy=outcome >= 0.95 | 12/24 (50.0%) | **not met** |"));
+}
+
+#[test]
+fn bad_rules_are_refused_with_their_reason() {
+    for (text, want) in [
+        ("[detection]\nmargin = 2", "margin must be in [0, 1)"),
+        ("nonsense = 1", "not valid gate rules"),
+        ("[[floor]]\nmetric = \"detection\"", "needs min or max"),
+        ("significance = \"vibes\"", "not valid gate rules"),
+    ] {
+        let e = format!("{:#}", Rules::parse("r.toml", text).unwrap_err());
+        assert!(e.starts_with("r.toml: ") && e.contains(want), "{text}: {e}");
+    }
+}
+
+#[test]
+fn a_database_and_its_exported_baseline_are_the_same_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.sqlite");
+    let mut db = ResultsDb::open(&path).unwrap();
+    db.set_meta(
+        "manifest",
+        r#"{"root_seed": 1, "layouts": 2, "decisions": "x"}"#,
+    )
+    .unwrap();
+    db.set_meta("policies", r#"["outcome"]"#).unwrap();
+    db.insert_trial(
+        &row("detection/grid/001/execute.unscaled_coordinates"),
+        &[verdict(
+            "detection/grid/001/execute.unscaled_coordinates",
+            "outcome",
+            "fail",
+        )],
+    )
+    .unwrap();
+    drop(db);
+    let from_dir = load_input(dir.path()).unwrap();
+    assert_eq!(load_input(&path).unwrap(), from_dir);
+    assert_eq!(from_dir.trials.len(), 1);
+    assert_eq!(from_dir.trials[0].caught("outcome"), Some(true));
+    let json = dir.path().join("baseline.json");
+    std::fs::write(&json, from_dir.to_json()).unwrap();
+    assert_eq!(load_input(&json).unwrap(), from_dir);
+    // Corrupt inputs are errors naming the file.
+    for (name, bytes) in [
+        ("torn.json", &from_dir.to_json().as_bytes()[..40]),
+        ("other.json", b"{\"format\": \"something\"}".as_slice()),
+        (
+            "future.json",
+            b"{\"format\": \"faultline-baseline\", \"version\": 9}".as_slice(),
+        ),
+        ("garbage.sqlite", b"SQLite format 3\0garbage".as_slice()),
+    ] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        let e = format!("{:#}", load_input(&p).unwrap_err());
+        assert!(e.contains(name), "{e}");
+    }
+    assert!(load_input(&dir.path().join("absent")).is_err());
+}

@@ -1,0 +1,458 @@
+//! Shards: one run's work spread over several processes, machines or pods, and merged
+//! back into the run an unsharded process would have written.
+//!
+//! **Which items a shard runs.** Every work item (detection trial, recovery episode) has
+//! a stable key. A run's items are fixed by its config before anything runs, so every
+//! shard computes the same list and the same assignment: items are taken from the most
+//! to the least expensive (key order breaking ties) and each goes to the shard with the
+//! least expected cost so far (lowest index on ties) — greedy longest-processing-time
+//! balancing ([`assign`]). Episodes cost more than trials (their agent acts up to the
+//! budget), and chart items more than the others (the hover has to settle). The
+//! assignment depends only on the config, so a shard re-run (a replaced pod with the same
+//! index) gets the same items and resumes its own directory without duplicating any.
+//!
+//! **Where it writes.** Shard `I/N` (1-based) of `--out DIR` writes `DIR/shard-I-of-N/`,
+//! a complete run directory whose manifest records the shard, and whose `meta` records
+//! the keys assigned to it (`shard_items`).
+//!
+//! **Merge.** [`merge`] checks that the shard directories agree (the config identity,
+//! commit, version, decisions and Chromium version; a mismatch names the shard and the
+//! field), that shards 1 to N are each present exactly once, and that every assigned item
+//! is stored exactly once (a missing or doubled item is named); then it copies every
+//! table's rows into one fresh database (table by table from `sqlite_master`, so tables
+//! added later are merged too), copies the screenshots, and writes the report and the
+//! viewer. The tables are computed from sorted rows, so the merged CSVs are byte for byte
+//! those of an unsharded run of the same config.
+
+use crate::error::UsageError;
+use anyhow::{anyhow, bail, Context, Result};
+use faultline_analysis::db::ResultsDb;
+use faultline_tasks::TaskKind;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// Shard `index` of `count`, 1-based.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl FromStr for Shard {
+    type Err = String;
+
+    /// `I/N` with 1 <= I <= N.
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let bad = || format!("expected I/N with 1 <= I <= N (e.g. 2/8), found `{s}`");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (
+            i.trim().parse::<u32>().map_err(|_| bad())?,
+            n.trim().parse::<u32>().map_err(|_| bad())?,
+        );
+        if index == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl Shard {
+    /// The shard's directory under the run's `--out`.
+    pub fn dir_name(&self) -> String {
+        format!("shard-{}-of-{}", self.index, self.count)
+    }
+
+    /// The shard a scheduler gave this process (`--shard auto`), from the first of:
+    /// `FAULTLINE_SHARD` (`I/N`); a Kubernetes Indexed Job's `JOB_COMPLETION_INDEX`
+    /// (0-based) with `FAULTLINE_SHARD_COUNT`; a Slurm array's `SLURM_ARRAY_TASK_ID`
+    /// (minus `SLURM_ARRAY_TASK_MIN`) with `SLURM_ARRAY_TASK_COUNT`; a CI matrix's
+    /// `CI_NODE_INDEX` (1-based) with `CI_NODE_TOTAL`. `FAULTLINE_SHARD_COUNT`, when set,
+    /// gives the count for every source.
+    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<Shard, String> {
+        let num = |name: &str| -> Result<Option<u32>, String> {
+            var(name)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| {
+                    v.trim()
+                        .parse::<u32>()
+                        .map_err(|_| format!("{name}: expected a number, found `{v}`"))
+                })
+                .transpose()
+        };
+        if let Some(s) = var("FAULTLINE_SHARD").filter(|v| !v.trim().is_empty()) {
+            return s.parse().map_err(|e| format!("FAULTLINE_SHARD: {e}"));
+        }
+        let count_override = num("FAULTLINE_SHARD_COUNT")?;
+        let (index, count, source) = if let Some(i) = num("JOB_COMPLETION_INDEX")? {
+            (i + 1, count_override, "JOB_COMPLETION_INDEX")
+        } else if let Some(i) = num("SLURM_ARRAY_TASK_ID")? {
+            let min = num("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+            let i = i
+                .checked_sub(min)
+                .ok_or("SLURM_ARRAY_TASK_ID is below SLURM_ARRAY_TASK_MIN")?;
+            (
+                i + 1,
+                count_override.or(num("SLURM_ARRAY_TASK_COUNT")?),
+                "SLURM_ARRAY_TASK_ID",
+            )
+        } else if let Some(i) = num("CI_NODE_INDEX")? {
+            (i, count_override.or(num("CI_NODE_TOTAL")?), "CI_NODE_INDEX")
+        } else {
+            return Err("--shard auto: no shard in the environment (set FAULTLINE_SHARD=I/N, or run as a Kubernetes Indexed Job, a Slurm array or a CI matrix)".into());
+        };
+        let count = count.ok_or_else(|| {
+            format!("--shard auto: {source} is set but the number of shards is not (set FAULTLINE_SHARD_COUNT)")
+        })?;
+        format!("{index}/{count}")
+            .parse()
+            .map_err(|e| format!("--shard auto ({source}): {e}"))
+    }
+}
+
+/// The expected cost of a work item, in arbitrary units: a trial 2, an episode
+/// `2 * (1 + budget)` (the replayed decision and up to `budget` agent actions); chart
+/// items half as much again (hover and settle).
+pub fn cost(key: &str, task: TaskKind, budget: u32) -> u64 {
+    let base = if key.starts_with("recovery/") {
+        2 * (1 + u64::from(budget))
+    } else {
+        2
+    };
+    match task {
+        TaskKind::Chart => base + base / 2,
+        _ => base,
+    }
+}
+
+/// The shard (0-based) of every item, by greedy longest-processing-time balancing:
+/// items in decreasing cost (key order on ties), each to the least loaded shard (lowest
+/// index on ties). Depends only on the items, never on their order.
+pub fn assign(items: &[(String, u64)], count: u32) -> BTreeMap<String, u32> {
+    let mut order: Vec<&(String, u64)> = items.iter().collect();
+    order.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut load = vec![0u64; count.max(1) as usize];
+    let mut out = BTreeMap::new();
+    for (key, c) in order {
+        let (shard, _) = load
+            .iter()
+            .enumerate()
+            .min_by_key(|(i, l)| (**l, *i))
+            .expect("at least one shard");
+        load[shard] += c;
+        out.insert(key.clone(), shard as u32);
+    }
+    out
+}
+
+/// What a merge did.
+#[derive(Debug, Clone)]
+pub struct MergeSummary {
+    pub shards: usize,
+    pub trials: u64,
+    pub episodes: u64,
+    pub report: PathBuf,
+    pub view: PathBuf,
+}
+
+/// One shard directory, read for the merge.
+struct ShardDir {
+    dir: PathBuf,
+    shard: Shard,
+    manifest: serde_json::Value,
+    identity: String,
+    assigned: BTreeSet<String>,
+    total_items: usize,
+    stored: BTreeSet<String>,
+}
+
+impl ShardDir {
+    fn read(dir: &Path) -> Result<ShardDir> {
+        let usage = |m: String| anyhow!(UsageError(format!("{}: {m}", dir.display())));
+        let db = ResultsDb::open_read_only(&dir.join("results.sqlite"))
+            .map_err(|e| anyhow!(UsageError(format!("{e:#}"))))?;
+        let manifest: serde_json::Value = db
+            .meta("manifest")?
+            .and_then(|m| serde_json::from_str(&m).ok())
+            .ok_or_else(|| usage("no run manifest (the shard never started)".into()))?;
+        let shard: Shard = serde_json::from_value(manifest["shard"].clone()).map_err(|_| {
+            usage("not a shard (its manifest records no shard; run with --shard)".into())
+        })?;
+        let assigned: BTreeSet<String> = db
+            .meta("shard_items")?
+            .and_then(|m| serde_json::from_str(&m).ok())
+            .ok_or_else(|| usage("no shard_items in meta".into()))?;
+        let total_items = db
+            .meta("shard_total_items")?
+            .and_then(|m| m.parse().ok())
+            .ok_or_else(|| usage("no shard_total_items in meta".into()))?;
+        let mut stored = db.finished_keys()?;
+        stored.extend(db.finished_episode_keys()?);
+        Ok(ShardDir {
+            dir: dir.to_path_buf(),
+            shard,
+            identity: db.meta("config_identity")?.unwrap_or_default(),
+            manifest,
+            assigned,
+            total_items,
+            stored,
+        })
+    }
+
+    fn name(&self) -> String {
+        format!("shard {} ({})", self.shard, self.dir.display())
+    }
+}
+
+/// The manifest fields every shard of a run must share.
+const SHARED_FIELDS: [&str; 5] = [
+    "faultline_version",
+    "git_commit",
+    "chromium_version",
+    "decisions_sha256",
+    "root_seed",
+];
+
+/// Checks the shard directories against each other (see the module docs); every error
+/// is a [`UsageError`] naming the shard, and the field or the item.
+fn check(shards: &[ShardDir]) -> Result<()> {
+    let fail = |m: String| Err(anyhow!(UsageError(m)));
+    let Some(first) = shards.first() else {
+        return fail("merge: no shard directories given".into());
+    };
+    for s in &shards[1..] {
+        if s.identity != first.identity {
+            return fail(format!(
+                "{}: config differs from {} (config_identity)",
+                s.name(),
+                first.name()
+            ));
+        }
+        if s.shard.count != first.shard.count {
+            return fail(format!(
+                "{}: shard count differs from {} ({} vs {})",
+                s.name(),
+                first.name(),
+                s.shard.count,
+                first.shard.count
+            ));
+        }
+        for field in SHARED_FIELDS {
+            if s.manifest[field] != first.manifest[field] {
+                return fail(format!(
+                    "{}: {field} differs from {} ({} vs {})",
+                    s.name(),
+                    first.name(),
+                    s.manifest[field],
+                    first.manifest[field]
+                ));
+            }
+        }
+    }
+    let mut by_index: BTreeMap<u32, &ShardDir> = BTreeMap::new();
+    for s in shards {
+        if let Some(other) = by_index.insert(s.shard.index, s) {
+            return fail(format!(
+                "shard {} given twice: {} and {}",
+                s.shard,
+                other.dir.display(),
+                s.dir.display()
+            ));
+        }
+    }
+    for i in 1..=first.shard.count {
+        if !by_index.contains_key(&i) {
+            return fail(format!(
+                "shard {i}/{} missing (no directory given holds it)",
+                first.shard.count
+            ));
+        }
+    }
+    let mut owner: BTreeMap<&str, &ShardDir> = BTreeMap::new();
+    for s in shards {
+        for key in &s.stored {
+            if let Some(other) = owner.insert(key, s) {
+                return fail(format!(
+                    "item `{key}` doubled: stored in {} and in {}",
+                    other.name(),
+                    s.name()
+                ));
+            }
+            if !s.assigned.contains(key) {
+                return fail(format!(
+                    "item `{key}` stored in {} but not assigned to it",
+                    s.name()
+                ));
+            }
+        }
+    }
+    for s in shards {
+        if let Some(key) = s.assigned.difference(&s.stored).next() {
+            return fail(format!(
+                "item `{key}` missing from {}: the shard did not finish ({} of {} items stored); run it again with --shard {} to resume",
+                s.name(),
+                s.stored.len(),
+                s.assigned.len(),
+                s.shard
+            ));
+        }
+    }
+    let assigned: usize = shards.iter().map(|s| s.assigned.len()).sum();
+    if assigned != first.total_items {
+        return fail(format!(
+            "the shards hold {assigned} items but the run has {}",
+            first.total_items
+        ));
+    }
+    Ok(())
+}
+
+/// Merges shard directories into the run directory `out` (see the module docs).
+pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
+    let mut shards = dirs
+        .iter()
+        .map(|d| ShardDir::read(d))
+        .collect::<Result<Vec<_>>>()?;
+    check(&shards)?;
+    shards.sort_by_key(|s| s.shard.index);
+    let db_path = out.join("results.sqlite");
+    if db_path.exists() {
+        bail!(UsageError(format!(
+            "{} already holds results; merge into a new directory",
+            out.display()
+        )));
+    }
+    std::fs::create_dir_all(out.join("shots"))
+        .with_context(|| format!("creating {}", out.display()))?;
+    let mut db = ResultsDb::open(&db_path)?;
+    // Meta: the first shard's, without what is particular to a shard.
+    let first = ResultsDb::open_read_only(&shards[0].dir.join("results.sqlite"))?;
+    for (key, value) in first.meta_entries()? {
+        match key.as_str() {
+            "shard_items" | "shard_total_items" | "schema_version" => {}
+            "manifest" => {
+                let mut m = shards[0].manifest.clone();
+                if let Some(o) = m.as_object_mut() {
+                    o.remove("shard");
+                    o.insert(
+                        "merged_shards".into(),
+                        shards[0].manifest["shard"]["count"].clone(),
+                    );
+                }
+                db.set_meta("manifest", &serde_json::to_string_pretty(&m)?)?;
+            }
+            _ => db.set_meta(&key, &value)?,
+        }
+    }
+    drop(first);
+    for s in &shards {
+        db.copy_rows_from(&s.dir.join("results.sqlite"))
+            .with_context(|| format!("merging {}", s.name()))?;
+        copy_dir(&s.dir.join("shots"), &out.join("shots"))?;
+    }
+    if let Some(d) = shards
+        .iter()
+        .map(|s| s.dir.join("decisions.jsonl"))
+        .find(|p| p.is_file())
+    {
+        std::fs::copy(&d, out.join("decisions.jsonl"))?;
+    }
+    let analysis = faultline_analysis::report::default_config(&db)?;
+    let files = faultline_analysis::report::write_all(&db, out, out, &analysis)?;
+    let view = faultline_viewer::generate(out, &out.join("view"))?;
+    Ok(MergeSummary {
+        shards: shards.len(),
+        trials: db.count("trials")?,
+        episodes: db.count("episodes")?,
+        report: files.report_md,
+        view: view.index,
+    })
+}
+
+/// Copies the files of `from` (one level: screenshots) into `to`.
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    if !from.is_dir() {
+        return Ok(());
+    }
+    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let path = entry?.path();
+        if path.is_file() {
+            let target = to.join(path.file_name().expect("a file name"));
+            std::fs::copy(&path, &target)
+                .with_context(|| format!("copying {} to {}", path.display(), target.display()))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_parse_and_come_from_the_schedulers_environment() {
+        assert_eq!("2/8".parse(), Ok(Shard { index: 2, count: 8 }));
+        for bad in ["0/3", "4/3", "3", "a/b"] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let s = |i, n| Ok(Shard { index: i, count: n });
+        assert_eq!(Shard::from_env(env(&[("FAULTLINE_SHARD", "3/4")])), s(3, 4));
+        assert_eq!(
+            Shard::from_env(env(&[
+                ("JOB_COMPLETION_INDEX", "0"),
+                ("FAULTLINE_SHARD_COUNT", "3")
+            ])),
+            s(1, 3)
+        );
+        assert!(Shard::from_env(env(&[("JOB_COMPLETION_INDEX", "0")]))
+            .unwrap_err()
+            .contains("FAULTLINE_SHARD_COUNT"));
+        assert_eq!(
+            Shard::from_env(env(&[
+                ("SLURM_ARRAY_TASK_ID", "5"),
+                ("SLURM_ARRAY_TASK_MIN", "1"),
+                ("SLURM_ARRAY_TASK_COUNT", "7")
+            ])),
+            s(5, 7)
+        );
+        assert_eq!(
+            Shard::from_env(env(&[("CI_NODE_INDEX", "2"), ("CI_NODE_TOTAL", "2")])),
+            s(2, 2)
+        );
+        assert!(Shard::from_env(env(&[])).is_err());
+    }
+
+    #[test]
+    fn assignment_is_balanced_and_independent_of_order() {
+        let mut items: Vec<(String, u64)> = (0..40)
+            .map(|i| (format!("detection/grid/{i:03}/working"), 2))
+            .chain((0..10).map(|i| (format!("recovery/chart/x/p/a/r0/{i:03}"), 12)))
+            .collect();
+        let a = assign(&items, 7);
+        items.reverse();
+        assert_eq!(assign(&items, 7), a);
+        let mut load = [0u64; 7];
+        for (k, c) in &items {
+            load[a[k] as usize] += c;
+        }
+        let (lo, hi) = (load.iter().min().unwrap(), load.iter().max().unwrap());
+        assert!(hi - lo <= 12, "{load:?}");
+        assert!(assign(&items, 1).values().all(|s| *s == 0));
+        assert_eq!(cost("recovery/chart/x", TaskKind::Chart, 3), 12);
+        assert_eq!(cost("detection/grid/000/working", TaskKind::Grid, 3), 2);
+    }
+}
