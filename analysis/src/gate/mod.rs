@@ -18,13 +18,16 @@
 //! both runs; per (task, policy) the false alarm on each working trial the ledger
 //! confirmed in both; per (task, fault, policy, agent) the recovery of each episode whose
 //! fault fired in both. The difference in rates (candidate minus baseline) comes with the
-//! layout-cluster bootstrap interval and McNemar's exact test on the discordant items —
-//! the machinery of the report's policy comparisons ([`crate::compare::paired_outcomes`]).
+//! layout-cluster bootstrap interval (Tango's score interval when the bootstrap is
+//! degenerate, so no interval is ever zero-width) and McNemar's test on the discordant
+//! items (exact on independent pairs, Durkalski's clustered test when several items share
+//! a layout) — the machinery of the report's policy comparisons
+//! ([`crate::compare::paired_outcomes`]).
 //!
 //! **A regression is a drop beyond the margin that the paired test confirms.** A cell
 //! regresses when it moved the wrong way by more than its metric's margin *and* the test
 //! named in the rules says so at the rules' level ([`rules::Significance`]): McNemar's
-//! p below `1 - level` (default), or the bootstrap interval entirely on the bad side of
+//! p below `1 - level` (default), or the cell's interval entirely on the bad side of
 //! zero, or `none` (the margin alone, for tiny smoke runs). Improvements are the mirror
 //! image. Optional floors and ceilings hold a pooled rate of the candidate to an absolute
 //! bound (`outcome` catches at least 95% of fired faults), whatever the baseline did.
@@ -94,13 +97,18 @@ pub struct CellResult {
     pub candidate_rate: f64,
     /// Candidate minus baseline.
     pub difference: f64,
-    /// The layout-cluster bootstrap interval of the difference (`None` with fewer than two
-    /// layouts).
+    /// The interval of the difference: the layout-cluster bootstrap's, or Tango's score
+    /// interval when the bootstrap is degenerate (`None` only without paired items).
     pub ci_low: Option<f64>,
     pub ci_high: Option<f64>,
-    /// McNemar's exact two-sided p on the discordant items, and their counts (`worse`:
+    /// How the interval was computed (`bca-cluster-bootstrap`, `tango-paired`, ...).
+    pub interval_method: Option<String>,
+    /// The paired test's two-sided p on the discordant items (McNemar's exact test, or
+    /// Durkalski's clustered test when items share a layout), and their counts (`worse`:
     /// items only the baseline got right, `better`: only the candidate).
     pub mcnemar_p: f64,
+    /// Which paired test gave `mcnemar_p` (`mcnemar-exact` or `mcnemar-clustered`).
+    pub test_method: Option<String>,
     pub worse: u64,
     pub better: u64,
     pub margin: f64,
@@ -343,10 +351,14 @@ fn cell(
     let candidate_count = rows.iter().filter(|r| r.2).count();
     let (mut status, mut ci, mut p, mut worse, mut better, mut clusters) =
         (Status::NoData, None, 1.0, 0, 0, 0);
+    let (mut interval_method, mut test_method) = (None, None);
     if let Some(paired) = &paired {
         let d = paired.mean_b - paired.mean_a;
-        ci = paired.difference.as_ref().map(|e| (e.lower, e.upper));
-        p = paired.mcnemar.p_value;
+        let interval = paired.main_interval();
+        ci = Some((interval.lower, interval.upper));
+        interval_method = Some(interval.method.as_str().to_string());
+        p = paired.test.p_value;
+        test_method = Some(paired.test.method.as_str().to_string());
         // `b` counts items only the candidate (B) had, `c` only the baseline (A).
         let (only_candidate, only_baseline) = (paired.mcnemar.b, paired.mcnemar.c);
         // For false alarms a rise is bad: "worse" is an alarm only the candidate raised.
@@ -393,7 +405,9 @@ fn cell(
         difference: rate(candidate_count, n) - rate(baseline_count, n),
         ci_low: ci.map(|c| c.0),
         ci_high: ci.map(|c| c.1),
+        interval_method,
         mcnemar_p: p,
+        test_method,
         worse,
         better,
         margin: rule.margin,

@@ -15,7 +15,14 @@ fn points(x: f64) -> String {
 
 fn interval(c: &CellResult) -> String {
     match (c.ci_low, c.ci_high) {
-        (Some(lo), Some(hi)) => format!("[{:+.1}, {:+.1}]", 100.0 * lo, 100.0 * hi),
+        (Some(lo), Some(hi)) => format!(
+            "[{:+.1}, {:+.1}] {}",
+            100.0 * lo,
+            100.0 * hi,
+            c.interval_method.as_deref().unwrap_or("")
+        )
+        .trim_end()
+        .to_string(),
         _ => "n/a".into(),
     }
 }
@@ -36,13 +43,14 @@ fn side(count: usize, n: usize, rate: f64) -> String {
 /// The numbers of one cell, in one line (JUnit failure messages, logs).
 pub fn cell_line(c: &CellResult) -> String {
     format!(
-        "{} {}: baseline {} -> candidate {}, difference {} (interval {}, McNemar p {}, {} worse / {} better items, margin {})",
+        "{} {}: baseline {} -> candidate {}, difference {} (interval {}, {} p {}, {} worse / {} better items, margin {})",
         c.metric,
         c.name(),
         side(c.baseline_count, c.n, c.baseline_rate),
         side(c.candidate_count, c.n, c.candidate_rate),
         points(c.difference),
         interval(c),
+        c.test_method.as_deref().unwrap_or("McNemar"),
         p_value(c.mcnemar_p),
         c.worse,
         c.better,
@@ -98,11 +106,11 @@ pub fn markdown(r: &GateReport) -> String {
     let _ = writeln!(out, "## faultline gate: {verdict}\n");
     let test = match r.rules.significance {
         super::Significance::Mcnemar => format!(
-            "McNemar's exact test on the paired items confirms it at level {}",
+            "McNemar's test on the paired items (exact, or clustered when items share a layout) confirms it at level {}",
             r.rules.level.get()
         ),
         super::Significance::Bootstrap => format!(
-            "its layout-cluster bootstrap interval at level {} excludes zero",
+            "its interval at level {} (the layout-cluster bootstrap's, or Tango's score interval when the bootstrap is degenerate) excludes zero",
             r.rules.level.get()
         ),
         super::Significance::None => "no paired test is asked for: the margin alone decides".into(),

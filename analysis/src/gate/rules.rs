@@ -49,8 +49,9 @@ faultline_tasks::named_enum! {
     pub enum Significance: "significance test" {
         /// McNemar's exact test on the discordant items: p < 1 - level.
         Mcnemar = "mcnemar",
-        /// The layout-cluster bootstrap interval of the difference excludes zero on the
-        /// bad (or good) side.
+        /// The interval of the difference (the layout-cluster bootstrap's, or Tango's score
+        /// interval when the bootstrap is degenerate) excludes zero on the bad (or good)
+        /// side.
         Bootstrap = "bootstrap",
         /// The margin alone decides (for smoke runs too small for any test).
         None = "none",

@@ -101,6 +101,14 @@ fn an_unchanged_rerun_passes() {
     // 2 detection cells x 2 policies, 2 false-alarm cells x 2 policies, 1 recovery cell.
     assert_eq!(r.cells.len(), 9);
     assert!(r.cells.iter().all(|c| c.status == Status::Unchanged));
+    // No change at all: every bootstrap resample is 0, so each cell carries Tango's score
+    // interval instead, which is never zero-width for n > 0.
+    for c in &r.cells {
+        let (lo, hi) = (c.ci_low.unwrap(), c.ci_high.unwrap());
+        assert!(lo < 0.0 && hi > 0.0, "{}: [{lo}, {hi}]", c.name());
+        assert_eq!(c.interval_method.as_deref(), Some("tango-paired"));
+        assert_eq!(c.test_method.as_deref(), Some("mcnemar-exact"));
+    }
     let md = render::markdown(&r);
     assert!(
         md.starts_with("## faultline gate: PASS: no regression in 9 cells"),
