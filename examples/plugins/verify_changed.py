@@ -14,13 +14,23 @@ and this script answers
 
 Unlike the built-in `generic` policy, which compares the top document only, this one
 compares every frame, so it sees a row selected inside an iframe. Standard library only.
+
+With --top-document-only it compares the top document alone, as `generic` does: the
+regression a CI gate should catch (tested: the gate fails it on the frame task).
 """
 import json
 import sys
 
 
+TOP_DOCUMENT_ONLY = "--top-document-only" in sys.argv[1:]
+
+
 def frames(state):
-    return [(f["url"], f["dom_digest"]) for f in state.get("frames", [])]
+    return [
+        (f["url"], f["dom_digest"])
+        for f in state.get("frames", [])
+        if f.get("is_top") or not TOP_DOCUMENT_ONLY
+    ]
 
 
 def judge(ev):

@@ -306,3 +306,62 @@ fn shards_merge_into_the_unsharded_run_and_the_gate_judges_runs() {
     let (code, _, stderr) = faultline(&["gate", s(&baseline), s(&whole), "--rules", s(&cfg)]);
     assert_eq!(code, 2, "{stderr}");
 }
+
+/// The gate on a real regression, not an edited database: a team's own verifier (the
+/// example plugin) is "simplified" to compare the top document only, as `generic` does.
+/// On the frame task it stops seeing the row selected inside the iframe: the candidate
+/// misses every fired `feedback.iframe_no_change` and raises a false alarm on every
+/// working trial, eight discordant layouts each, so McNemar's test confirms both at the
+/// default rules and the gate exits 1 naming the two cells.
+#[test]
+fn the_gate_fails_a_verifier_that_stopped_looking_inside_frames() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/plugins/verify_changed.py")
+        .canonicalize()
+        .unwrap();
+    let config = |extra: &str| {
+        format!(
+            "tasks = [\"frame\"]\npolicies = [\"unverified\", \"changed\"]\nfaults = [\"reference\"]\nlayouts = 8\njobs = 4\n[recovery]\nenabled = false\n[[policy]]\nname = \"changed\"\ncommand = [\"python3\", \"{}\"{extra}]\n",
+            script.display()
+        )
+    };
+    let run = |name: &str, extra: &str| {
+        let cfg = root.join(format!("{name}.toml"));
+        std::fs::write(&cfg, config(extra)).unwrap();
+        let out = root.join(name);
+        ok(&["run", "--config", s(&cfg), "--out", s(&out)]);
+        out
+    };
+    let baseline = run("baseline", "");
+    let candidate = run("candidate", ", \"--top-document-only\"");
+    let junit = root.join("junit.xml");
+    let (code, md, stderr) =
+        faultline(&["gate", s(&baseline), s(&candidate), "--junit", s(&junit)]);
+    assert_eq!(code, 1, "{md}{stderr}");
+    assert!(
+        md.starts_with("## faultline gate: FAIL: 2 regressions"),
+        "{md}"
+    );
+    let regressions = md.split("### Regressions (2)").nth(1).unwrap();
+    assert!(
+        regressions.contains(
+            "| detection | feedback.iframe_no_change | frame | changed |  | 8/8 (100.0%) | 0/8 (0.0%) | -100.0 pts |"
+        ),
+        "{md}"
+    );
+    assert!(
+        regressions.contains(
+            "| false_alarms |  | frame | changed |  | 0/8 (0.0%) | 8/8 (100.0%) | +100.0 pts |"
+        ),
+        "{md}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<failure").count(), 2, "{xml}");
+    println!("{md}");
+    // The same verifier, unchanged, passes against itself.
+    let (code, md, _) = faultline(&["gate", s(&baseline), s(&baseline)]);
+    assert_eq!(code, 0, "{md}");
+    assert!(md.starts_with("## faultline gate: PASS"), "{md}");
+}
