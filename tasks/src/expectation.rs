@@ -24,6 +24,9 @@ pub enum Expectation {
     NoteSaved { text: String },
     /// The select control reads back `option`.
     OptionChosen { option: String },
+    /// What the MiniWoB++ page's own instruction (its `#query` box) asks holds on the
+    /// page; `task` is the MiniWoB++ task name, which says how to read the query.
+    MiniwobQuery { task: String },
 }
 
 impl Expectation {
@@ -32,6 +35,7 @@ impl Expectation {
         match self {
             Expectation::FieldText { text } | Expectation::NoteSaved { text } => text,
             Expectation::OptionChosen { option } => option,
+            Expectation::MiniwobQuery { task } => task,
             Expectation::SelectedItem { label }
             | Expectation::SelectedRowInFrame { label }
             | Expectation::ValueShown { label } => label,
