@@ -72,6 +72,8 @@ pub struct Analysis<'a> {
     pub catalogue: Vec<CatalogueRow>,
     pub comparisons: Vec<Comparison>,
     pub pooled: Vec<PooledRate>,
+    /// Policy verdicts against an external suite's answer key (empty without one).
+    pub answer_key: Vec<tables::AnswerKeyRow>,
     /// `None` for a detection-only or older run: then nothing else differs from before.
     pub recovery: Option<Recovery<'a>>,
     /// Detection, fault × policy (caught / fired, summed over tasks).
@@ -101,6 +103,7 @@ impl<'a> Analysis<'a> {
         let faults = distinct(firing.iter().map(|f| f.fault));
         let comparisons = compare::comparisons(trials, verdicts, policies, &faults, cfg);
         let pooled = compare::pooled_caught(trials, verdicts, policies);
+        let answer_key = tables::answer_key(trials, verdicts, policies);
         let recovery = Recovery::analyse(&stored.episodes, policies, cfg);
 
         let detection_heatmap = Heatmap {
@@ -172,6 +175,7 @@ impl<'a> Analysis<'a> {
             catalogue,
             comparisons,
             pooled,
+            answer_key,
             recovery,
             detection_heatmap,
             layer_heatmap,
