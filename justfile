@@ -20,8 +20,13 @@ test: chromium
     @if pgrep -f '[f]aultline-chromium-' > /dev/null; then echo "Chromium processes survived the tests:"; pgrep -af '[f]aultline-chromium-'; exit 1; fi
     @echo "no Chromium process survived the test suite"
 
-# Benchmarks: cluster bootstrap, detection wall time, full report rebuild time, viewer.
-bench: bench-stats bench-run bench-view
+# Benchmarks: cluster bootstrap, plugin protocol overhead, detection wall time, full report
+# rebuild time, viewer.
+bench: bench-stats bench-plugin bench-run bench-view
+
+# One judgement through the example Python verifier's process vs the built-in `generic` (criterion).
+bench-plugin:
+    cargo bench -p faultline --bench plugin -- --warm-up-time 1 --measurement-time 3
 
 # The cluster bootstrap and paired differences (criterion).
 bench-stats:
@@ -59,14 +64,14 @@ doc:
 serve:
     cargo run --release --bin faultline -- serve
 
-# Install Debian's chromium-headless-shell when it is missing (needs root or sudo).
+# Install Debian's chromium-headless-shell and Liberation fonts when missing (needs root or sudo).
 chromium:
     #!/usr/bin/env bash
     set -euo pipefail
     # Liberation fonts come only as a Recommends of the full browser; pages that ask for
     # Arial (MiniWoB++ does) lay out differently without them, so install them explicitly.
     missing=()
-    [ -n "${FAULTLINE_CHROMIUM:-}" ] || command -v chromium-headless-shell >/dev/null || missing+=(chromium-headless-shell)
+    if [ -z "${FAULTLINE_CHROMIUM:-}" ] && ! command -v chromium-headless-shell >/dev/null; then missing+=(chromium-headless-shell); fi
     [ -e /usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf ] || missing+=(fonts-liberation)
     if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
     echo "installing Debian's ${missing[*]}" >&2

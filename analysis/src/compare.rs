@@ -6,13 +6,22 @@
 //! layouts (every trial of a layout stays together, and both policies are measured on the
 //! same resample), the correlation of the two policies' outcomes, and McNemar's exact test
 //! on the discordant trials.
+//!
+//! Every paired difference also carries a score interval, which keeps a width where the
+//! bootstrap has none (0% against 100% on every layout makes every resample +1): Tango's
+//! interval on independent pairs, or on the effective sample size `n / DEFF` of the
+//! per-pair difference when a layout holds several pairs. The test follows the same
+//! line: McNemar's exact test when every pair is its own layout (detection per fault: one
+//! trial per layout), Durkalski's clustered McNemar test otherwise (recovery runs, or
+//! detection pooled over faults). `results/README.md` says why these methods.
 
 use crate::config::AnalysisConfig;
 use crate::db::{TrialRow, VerdictRow};
 use crate::format::{ci_columns, csv_field, fmt4, format_p};
 use crate::stats::{
-    clustered_standard_error, mcnemar_from_outcomes, paired_difference, BootstrapConfig,
-    ClusteredSample, ClusteredStandardError, Estimate, McNemar, PairedSample,
+    clustered_mcnemar, clustered_paired_difference_from_tables, clustered_standard_error,
+    mcnemar_from_outcomes, paired_difference, tango_paired, BootstrapConfig, ClusteredSample,
+    ClusteredStandardError, Estimate, McNemar, PairedCounts, PairedSample, PairedTest,
 };
 use crate::tables::{caught, detected_fired};
 use faultline_faults::Fault;
@@ -103,15 +112,59 @@ pub struct PairedOutcomes {
     /// `mean_b - mean_a` with its cluster-bootstrap interval; `None` with fewer than two
     /// clusters.
     pub difference: Option<Estimate>,
+    /// `mean_b - mean_a` with Tango's score interval: on the pairs themselves when every
+    /// pair is its own cluster ([`Method::TangoPaired`](crate::stats::Method)), else on the
+    /// effective sample size ([`Method::TangoPairedClustered`](crate::stats::Method)).
+    pub score: Estimate,
+    /// The effective number of pairs the score interval used: `n / design_effect`.
+    pub n_effective: f64,
+    /// The design effect of the per-pair difference (1 for independent pairs).
+    pub design_effect: f64,
     pub correlation: Option<f64>,
-    /// `b` counts pairs only B got right, `c` pairs only A got right.
+    /// The discordant counts: `b` pairs only B got right, `c` pairs only A got right (and
+    /// McNemar's exact p, the test when pairs are independent).
     pub mcnemar: McNemar,
+    /// The paired test reported: McNemar's exact test when every pair is its own cluster,
+    /// else Durkalski's clustered McNemar test.
+    pub test: PairedTestResult,
+}
+
+impl PairedOutcomes {
+    /// Whether the bootstrap gives no usable interval: none (fewer than two clusters) or
+    /// one of zero width (every resample equal).
+    pub fn bootstrap_degenerate(&self) -> bool {
+        self.difference.as_ref().is_none_or(|d| d.width() == 0.0)
+    }
+
+    /// The interval to show first: the bootstrap's, or the score interval when the
+    /// bootstrap is degenerate.
+    pub fn main_interval(&self) -> &Estimate {
+        match &self.difference {
+            Some(d) if !self.bootstrap_degenerate() => d,
+            _ => &self.score,
+        }
+    }
+}
+
+/// The paired test of a comparison.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairedTestResult {
+    pub method: PairedTest,
+    /// Durkalski's `X²`; `None` for the exact test, which has no statistic beyond `b` and
+    /// `c`.
+    pub statistic: Option<f64>,
+    pub p_value: f64,
+    /// Clusters whose discordant pairs do not cancel out (for independent pairs: the
+    /// discordant pairs), the ones that carry evidence.
+    pub informative_clusters: usize,
 }
 
 /// Compares B with A on `(cluster, a, b)` pairs: the difference in means, B minus A, with
 /// a cluster bootstrap that resamples whole clusters (both policies on the same resample,
-/// seeded with `seed`), their correlation, and McNemar's exact test on the discordant
-/// pairs. `None` when there are no pairs.
+/// seeded with `seed`) and Tango's score interval (on the effective sample size when a
+/// cluster holds several pairs), their correlation, and a paired test on the discordant
+/// pairs: McNemar's exact test when every pair is its own cluster, Durkalski's clustered
+/// McNemar test otherwise. `None` when there are no pairs.
 pub fn paired_outcomes<K: Ord + Clone>(
     rows: &[(K, bool, bool)],
     cfg: &AnalysisConfig,
@@ -129,15 +182,37 @@ pub fn paired_outcomes<K: Ord + Clone>(
     let swapped = rows
         .iter()
         .map(|(k, x, y)| (k.clone(), f64::from(u8::from(*y)), f64::from(u8::from(*x))));
-    let sample = PairedSample::from_observations(swapped).ok();
-    let clusters = sample.as_ref().map_or(0, |s| s.num_clusters());
+    let sample = PairedSample::from_observations(swapped).expect("0/1 outcomes, some pairs");
+    let clusters = sample.num_clusters();
     let boot = BootstrapConfig {
         resamples: cfg.resamples,
         level: cfg.level,
         seed,
     };
-    let paired = sample.and_then(|s| paired_difference(&s, &boot).ok());
+    let paired = paired_difference(&sample, &boot).ok();
     let mcnemar = mcnemar_from_outcomes(&ys, &xs).expect("aligned outcomes");
+    // B's outcome first in every table: the intervals and the test are of B minus A.
+    let tables = PairedCounts::per_cluster(&sample).expect("0/1 outcomes");
+    let (score, n_effective, design_effect, test) = if clusters == n {
+        let counts = PairedCounts::total(&tables).expect("some pairs");
+        let test = PairedTestResult {
+            method: PairedTest::McnemarExact,
+            statistic: None,
+            p_value: mcnemar.p_value,
+            informative_clusters: usize::try_from(mcnemar.b + mcnemar.c).unwrap_or(usize::MAX),
+        };
+        (tango_paired(counts, cfg.level), n as f64, 1.0, test)
+    } else {
+        let d = clustered_paired_difference_from_tables(&tables, cfg.level).expect("some clusters");
+        let t = clustered_mcnemar(&tables).expect("some clusters");
+        let test = PairedTestResult {
+            method: t.method,
+            statistic: Some(t.statistic),
+            p_value: t.p_value,
+            informative_clusters: t.informative_clusters,
+        };
+        (d.tango, d.n_effective, d.design_effect, test)
+    };
     Some(PairedOutcomes {
         n,
         clusters,
@@ -145,7 +220,11 @@ pub fn paired_outcomes<K: Ord + Clone>(
         mean_b,
         correlation: paired.as_ref().and_then(|p| p.correlation),
         difference: paired.map(|p| p.estimate),
+        score,
+        n_effective,
+        design_effect,
         mcnemar,
+        test,
     })
 }
 
@@ -184,15 +263,17 @@ pub fn pooled_caught(
 /// The header of the columns [`paired_csv_columns`] fills, after a table's own key columns;
 /// `mean_a` and `mean_b` name the two means (e.g. `caught_a`).
 pub fn paired_csv_header(mean_a: &str, mean_b: &str) -> String {
-    format!("n,clusters,{mean_a},{mean_b},difference,ci_low,ci_high,ci_method,level,resamples,seed,correlation,mcnemar_b,mcnemar_c,mcnemar_p,note")
+    format!("n,clusters,{mean_a},{mean_b},difference,ci_low,ci_high,ci_method,level,resamples,seed,score_low,score_high,score_method,n_eff,design_effect,correlation,mcnemar_b,mcnemar_c,test,test_statistic,test_p,informative_clusters,note")
 }
 
 /// A paired comparison's CSV columns (see [`paired_csv_header`]): counts, both means, the
-/// difference with its interval and provenance, the correlation and McNemar's test.
+/// difference with its bootstrap interval and provenance, its score interval with the
+/// effective sample size it used, the correlation, the discordant counts and the paired
+/// test.
 pub fn paired_csv_columns(p: &PairedOutcomes, cfg: &AnalysisConfig) -> String {
     let d = p.difference.as_ref();
     format!(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         p.n,
         p.clusters,
         fmt4(p.mean_a),
@@ -206,12 +287,29 @@ pub fn paired_csv_columns(p: &PairedOutcomes, cfg: &AnalysisConfig) -> String {
         d.and_then(|e| e.seed)
             .map(|x| x.to_string())
             .unwrap_or_default(),
+        ci_columns(Some(&p.score)),
+        fmt4(p.n_effective),
+        fmt4(p.design_effect),
         p.correlation.map(fmt4).unwrap_or_default(),
         p.mcnemar.b,
         p.mcnemar.c,
-        format_p(p.mcnemar.p_value),
-        csv_field(d.and_then(|e| e.note.as_deref()).unwrap_or_default()),
+        p.test.method,
+        p.test.statistic.map(fmt4).unwrap_or_default(),
+        format_p(p.test.p_value),
+        p.test.informative_clusters,
+        csv_field(&notes(p)),
     )
+}
+
+/// The bootstrap's note and the score interval's, joined.
+fn notes(p: &PairedOutcomes) -> String {
+    let boot = p.difference.as_ref().and_then(|e| e.note.as_deref());
+    let score = p.score.note.as_deref().map(|n| format!("score: {n}"));
+    [boot.map(str::to_string), score]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 pub fn comparisons_csv(rows: &[Comparison], cfg: &AnalysisConfig) -> String {
@@ -274,6 +372,100 @@ mod tests {
         assert!(csv.lines().nth(1).unwrap().starts_with(
             "fault,execute.unscaled_coordinates,unverified,outcome,4,4,0.0000,1.0000,1.0000,"
         ));
+    }
+
+    /// Detection of one fault on 40 layouts, one trial each: A catches none, B all. The
+    /// bootstrap's interval is `[+1.000, +1.000]` (every resample is +1); the score
+    /// interval keeps a width, the test is McNemar's exact test, and the report shows the
+    /// score interval in its place.
+    #[test]
+    fn zero_against_all_keeps_a_score_interval_with_width() {
+        let (mut trials, mut verdicts) = (Vec::new(), Vec::new());
+        for i in 0..40 {
+            let key = format!("t{i}");
+            let mut t = row(&key);
+            t.layout_index = i;
+            trials.push(t);
+            verdicts.push(verdict(&key, "unverified", "success"));
+            verdicts.push(verdict(&key, "outcome", "fail"));
+        }
+        let policies = vec!["unverified".to_string(), "outcome".to_string()];
+        let cfg = AnalysisConfig::for_run(1);
+        let rows = comparisons(
+            &trials,
+            &verdicts,
+            &policies,
+            &[Fault::UnscaledCoordinates],
+            &cfg,
+        );
+        let header = "scope,fault,policy_a,policy_b,n,clusters,caught_a,caught_b,difference,ci_low,ci_high,ci_method,level,resamples,seed,score_low,score_high,score_method,n_eff,design_effect,correlation,mcnemar_b,mcnemar_c,test,test_statistic,test_p,informative_clusters,note";
+        let csv = comparisons_csv(&rows, &cfg);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines[0], header);
+        let fields: BTreeMap<&str, &str> = header.split(',').zip(lines[1].split(',')).collect();
+        assert_eq!(
+            (fields["caught_a"], fields["caught_b"]),
+            ("0.0000", "1.0000")
+        );
+        assert_eq!((fields["ci_low"], fields["ci_high"]), ("1.0000", "1.0000"));
+        let (low, high): (f64, f64) = (
+            fields["score_low"].parse().unwrap(),
+            fields["score_high"].parse().unwrap(),
+        );
+        assert!(low < 0.95 && low > 0.8 && high == 1.0, "[{low}, {high}]");
+        assert_eq!(fields["score_method"], "tango-paired");
+        assert_eq!(
+            (fields["n_eff"], fields["design_effect"]),
+            ("40.0000", "1.0000")
+        );
+        assert_eq!((fields["mcnemar_b"], fields["mcnemar_c"]), ("40", "0"));
+        assert_eq!(fields["test"], "mcnemar-exact");
+        assert_eq!(fields["test_statistic"], "");
+        assert_eq!(fields["informative_clusters"], "40");
+        let p = &rows[0].paired;
+        assert!(p.bootstrap_degenerate());
+        assert_eq!(p.main_interval(), &p.score);
+    }
+
+    /// Pooled over faults, a layout holds several trials: the score interval is on the
+    /// effective sample size and the test is the clustered McNemar test.
+    #[test]
+    fn pooled_rows_are_clustered() {
+        let (mut trials, mut verdicts) = (Vec::new(), Vec::new());
+        for i in 0..6 {
+            for (f, fault) in [Fault::UnscaledCoordinates, Fault::CookieBanner]
+                .into_iter()
+                .enumerate()
+            {
+                let key = format!("t{i}/{f}");
+                let mut t = row(&key);
+                t.layout_index = i;
+                t.fault = Some(fault);
+                trials.push(t);
+                verdicts.push(verdict(&key, "unverified", "success"));
+                let caught = i < 4 || f == 0;
+                verdicts.push(verdict(
+                    &key,
+                    "outcome",
+                    if caught { "fail" } else { "success" },
+                ));
+            }
+        }
+        let policies = vec!["unverified".to_string(), "outcome".to_string()];
+        let cfg = AnalysisConfig::for_run(1);
+        let faults = [Fault::UnscaledCoordinates, Fault::CookieBanner];
+        let rows = comparisons(&trials, &verdicts, &policies, &faults, &cfg);
+        let all = rows.iter().find(|r| r.scope == "all").unwrap();
+        let p = &all.paired;
+        assert_eq!((p.n, p.clusters), (12, 6));
+        assert_eq!(p.test.method, PairedTest::McnemarClustered);
+        assert!(p.test.statistic.is_some());
+        assert_eq!(p.test.informative_clusters, 6);
+        assert!(p.n_effective >= 6.0 && p.n_effective <= 12.0);
+        assert_eq!(p.score.method.as_str(), "tango-paired-clustered");
+        assert!((p.score.point - 10.0 / 12.0).abs() < 1e-12);
+        let one = rows.iter().find(|r| r.scope == "fault").unwrap();
+        assert_eq!(one.paired.test.method, PairedTest::McnemarExact);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::str::FromStr;
 
 /// Bumped whenever a table or column changes meaning.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Schema history, so older databases still open:
 ///
@@ -26,6 +26,10 @@ pub const SCHEMA_VERSION: i64 = 2;
 ///   `episode_steps` hold the recovery experiment. A version-1 database is migrated in
 ///   place when opened for writing (columns added, nothing rewritten) and read as is
 ///   when opened read-only.
+/// - 3: new table `infra_errors`: a (trial or episode, policy) an external policy could
+///   not judge (crash, hang, malformed answer, wrong protocol version), stored apart from
+///   the verdicts. Older databases gain the (empty) table when opened for writing; read
+///   only, they simply have no infrastructure errors.
 const MIGRATE_1_TO_2: &str = r#"
 ALTER TABLE trials ADD COLUMN layer TEXT;
 ALTER TABLE trials ADD COLUMN not_fired_reason TEXT;
@@ -118,6 +122,15 @@ CREATE TABLE IF NOT EXISTS episode_steps (
     ledger_events    TEXT NOT NULL,
     usage            TEXT,
     PRIMARY KEY (episode_key, step)
+);
+CREATE TABLE IF NOT EXISTS infra_errors (
+    item_key    TEXT NOT NULL,
+    policy      TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    stderr_tail TEXT NOT NULL,
+    attempt     INTEGER NOT NULL,
+    PRIMARY KEY (item_key, policy, attempt)
 );
 "#;
 
@@ -259,6 +272,22 @@ impl TrialRow {
     }
 }
 
+/// A (trial or episode, policy) the policy could not judge: an infrastructure error, not
+/// a verdict (schema version 3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InfraErrorRow {
+    /// The trial key (detection) or the episode key (recovery).
+    pub item_key: String,
+    pub policy: String,
+    /// `spawn`, `crash`, `timeout`, `malformed`, `unknown_verdict` or `protocol`.
+    pub kind: String,
+    pub reason: String,
+    /// The last bytes the process wrote to stderr.
+    pub stderr_tail: String,
+    /// Which incarnation of the process failed (1 for the first).
+    pub attempt: u32,
+}
+
 /// An open results database.
 pub struct ResultsDb {
     conn: Connection,
@@ -281,15 +310,22 @@ impl ResultsDb {
         match db.meta("schema_version")? {
             None => db.set_meta("schema_version", &SCHEMA_VERSION.to_string())?,
             Some(v) if v == SCHEMA_VERSION.to_string() => {}
-            Some(v) if v == "1" => {
+            Some(v) if v == "1" || v == "2" => {
                 let tx = db.conn.transaction()?;
-                tx.execute_batch(MIGRATE_1_TO_2)?;
+                if v == "1" {
+                    tx.execute_batch(MIGRATE_1_TO_2)?;
+                }
+                // 2 to 3 adds a table, which `SCHEMA` has just created.
                 tx.execute(
                     "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
                     [SCHEMA_VERSION.to_string()],
                 )?;
-                tx.commit()
-                    .with_context(|| format!("{}: migrating schema 1 to 2", path.display()))?;
+                tx.commit().with_context(|| {
+                    format!(
+                        "{}: migrating schema {v} to {SCHEMA_VERSION}",
+                        path.display()
+                    )
+                })?;
             }
             Some(v) => bail!(
                 "{}: schema_version is {v}, this faultline reads versions 1 to {SCHEMA_VERSION}",
@@ -354,6 +390,17 @@ impl ResultsDb {
     /// Inserts a trial and its verdicts atomically. A key that is already present is an
     /// error: resuming must skip it, never write it twice.
     pub fn insert_trial(&mut self, t: &TrialRow, verdicts: &[VerdictRow]) -> Result<()> {
+        self.insert_trial_with_infra(t, verdicts, &[])
+    }
+
+    /// Inserts a trial, its verdicts and the infrastructure errors of the policies that
+    /// could not judge it, atomically.
+    pub fn insert_trial_with_infra(
+        &mut self,
+        t: &TrialRow,
+        verdicts: &[VerdictRow],
+        infra: &[InfraErrorRow],
+    ) -> Result<()> {
         let tx = self.conn.transaction()?;
         tx.execute(
             "INSERT INTO trials (trial_key, experiment, task, layout_index, layout_seed, trial_seed, condition, fault, stage, fired, witness, decision_source, reply, actions, executed, tool_message, observation_text, before_png, after_png, evidence, truth_achieved, truth_detail, ledger, duration_ms, layer, not_fired_reason)
@@ -394,8 +441,51 @@ impl ResultsDb {
                 params![v.trial_key, v.policy, v.verdict.name(), v.message],
             )?;
         }
+        for e in infra {
+            insert_infra(&tx, e)?;
+        }
         tx.commit()?;
         Ok(())
+    }
+
+    /// Stores infrastructure errors on their own (an episode whose policy could not
+    /// judge is not stored, so a resumed run tries it again; its errors are kept).
+    pub fn insert_infra_errors(&mut self, rows: &[InfraErrorRow]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for e in rows {
+            insert_infra(&tx, e)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Every stored infrastructure error, ordered by item, policy and attempt (none in a
+    /// database older than version 3).
+    pub fn infra_errors(&self) -> Result<Vec<InfraErrorRow>> {
+        let exists: bool = self.conn.query_row(
+            "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'infra_errors'",
+            [],
+            |r| r.get(0),
+        )?;
+        if !exists {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT item_key, policy, kind, reason, stderr_tail, attempt FROM infra_errors ORDER BY item_key, policy, attempt",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(InfraErrorRow {
+                    item_key: r.get(0)?,
+                    policy: r.get(1)?,
+                    kind: r.get(2)?,
+                    reason: r.get(3)?,
+                    stderr_tail: r.get(4)?,
+                    attempt: r.get(5)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
     }
 
     /// Every stored trial, ordered by key.
@@ -529,12 +619,15 @@ impl ResultsDb {
     pub fn count(&self, table: &str) -> Result<u64> {
         if !matches!(
             table,
-            "trials" | "verdicts" | "meta" | "episodes" | "episode_steps"
+            "trials" | "verdicts" | "meta" | "episodes" | "episode_steps" | "infra_errors"
         ) {
             bail!("unknown table `{table}`");
         }
         if self.version < 2 && matches!(table, "episodes" | "episode_steps") {
             return Ok(0);
+        }
+        if table == "infra_errors" {
+            return Ok(self.infra_errors()?.len() as u64);
         }
         Ok(self
             .conn
@@ -542,6 +635,22 @@ impl ResultsDb {
                 r.get::<_, i64>(0)
             })? as u64)
     }
+}
+
+/// One infrastructure error; an attempt already stored for the same (item, policy) is
+/// kept and the new one is numbered after it.
+fn insert_infra(tx: &rusqlite::Transaction<'_>, e: &InfraErrorRow) -> Result<()> {
+    let next: u32 = tx.query_row(
+        "SELECT COALESCE(MAX(attempt), 0) + 1 FROM infra_errors WHERE item_key = ?1 AND policy = ?2",
+        params![e.item_key, e.policy],
+        |r| r.get(0),
+    )?;
+    tx.execute(
+        "INSERT INTO infra_errors (item_key, policy, kind, reason, stderr_tail, attempt) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![e.item_key, e.policy, e.kind, e.reason, e.stderr_tail, e.attempt.max(next)],
+    )
+    .with_context(|| format!("storing the infrastructure error of {} on {}", e.policy, e.item_key))?;
+    Ok(())
 }
 
 fn parse_u64(s: String) -> u64 {
@@ -859,7 +968,11 @@ pub(crate) mod tests {
         drop(ro);
         // Opening for writing migrates in place and keeps every stored trial.
         let mut db = ResultsDb::open(&path).unwrap();
-        assert_eq!(db.meta("schema_version").unwrap().as_deref(), Some("2"));
+        assert_eq!(
+            db.meta("schema_version").unwrap().as_deref(),
+            Some(SCHEMA_VERSION.to_string().as_str())
+        );
+        assert!(db.infra_errors().unwrap().is_empty());
         assert_eq!(db.trials().unwrap().len(), 1);
         db.insert_episode(&episode("e"), &[step("e", 0)]).unwrap();
         db.insert_trial(&row("new"), &[]).unwrap();
@@ -933,6 +1046,41 @@ pub(crate) mod tests {
             .unwrap();
         // `none` is the stored form of no first verdict.
         assert_eq!(db.episodes().unwrap()[0].first_verdict, None);
+    }
+
+    #[test]
+    fn infra_errors_are_stored_with_their_trial_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.sqlite");
+        let mut db = ResultsDb::open(&path).unwrap();
+        let e = InfraErrorRow {
+            item_key: "a".into(),
+            policy: "mine".into(),
+            kind: "crash".into(),
+            reason: "exited with status 3".into(),
+            stderr_tail: "Traceback".into(),
+            attempt: 1,
+        };
+        db.insert_trial_with_infra(
+            &row("a"),
+            &[verdict("a", "outcome", "fail")],
+            std::slice::from_ref(&e),
+        )
+        .unwrap();
+        // Another failure of the same (item, policy) is numbered after the first.
+        db.insert_infra_errors(std::slice::from_ref(&e)).unwrap();
+        drop(db);
+        let db = ResultsDb::open_read_only(&path).unwrap();
+        let rows = db.infra_errors().unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0], e);
+        assert_eq!(rows[1].attempt, 2);
+        assert_eq!(db.count("infra_errors").unwrap(), 2);
+        // A version-1 database opened read-only has no such table and no errors.
+        let v1 = dir.path().join("v1.sqlite");
+        version_1_database(&v1);
+        let ro = ResultsDb::open_read_only(&v1).unwrap();
+        assert!(ro.infra_errors().unwrap().is_empty());
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod compare;
 pub mod config;
 pub mod db;
 pub mod format;
+pub mod infra;
 pub mod plots;
 pub mod recovery;
 pub mod report;

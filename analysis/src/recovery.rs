@@ -279,19 +279,9 @@ pub struct RecoveryComparison {
 /// policies' episodes with the same key saw the same page with the same fault.
 type PairKey = (usize, &'static str, &'static str, String, u32, u32);
 
-/// Every pair of policies (later minus earlier in `policies` order), per task x fault x
-/// agent and then over all tasks and faults of each agent (agents are never pooled: they
-/// are what is being evaluated).
-///
-/// Episodes pair on the same task, fault, agent, layout and run, and only when the fault
-/// fired in both. The cluster is the layout (task and layout index), so the bootstrap
-/// resamples layouts with every run of both policies kept together. Seeds derive from the
-/// analysis seed and `recovery/<scope>/<task>/<fault>/<agent>/<a>/<b>`.
-pub fn recovery_comparisons(
-    episodes: &[EpisodeRow],
-    policies: &[String],
-    cfg: &AnalysisConfig,
-) -> Vec<RecoveryComparison> {
+/// Each episode pair's success per policy: fired episodes keyed by task, fault, agent,
+/// layout and run.
+fn pairs_by_key(episodes: &[EpisodeRow]) -> BTreeMap<PairKey, BTreeMap<&str, bool>> {
     let mut by_pair: BTreeMap<PairKey, BTreeMap<&str, bool>> = BTreeMap::new();
     for e in episodes.iter().filter(|e| e.fired) {
         let key = (
@@ -307,6 +297,37 @@ pub fn recovery_comparisons(
             .or_default()
             .insert(e.policy.as_str(), e.success);
     }
+    by_pair
+}
+
+/// The `(layout, a, b)` rows of the pairs `in_scope` where both policies ran.
+fn paired_rows<'k>(
+    by_pair: &'k BTreeMap<PairKey, BTreeMap<&str, bool>>,
+    in_scope: impl Fn(&PairKey) -> bool,
+    a: &str,
+    b: &str,
+) -> Vec<((&'k str, u32), bool, bool)> {
+    by_pair
+        .iter()
+        .filter(|(k, _)| in_scope(k))
+        .filter_map(|(k, success)| Some(((k.1, k.4), *success.get(a)?, *success.get(b)?)))
+        .collect()
+}
+
+/// Every pair of policies (later minus earlier in `policies` order), per task x fault x
+/// agent and then over all tasks and faults of each agent (agents are never pooled: they
+/// are what is being evaluated).
+///
+/// Episodes pair on the same task, fault, agent, layout and run, and only when the fault
+/// fired in both. The cluster is the layout (task and layout index), so the bootstrap
+/// resamples layouts with every run of both policies kept together. Seeds derive from the
+/// analysis seed and `recovery/<scope>/<task>/<fault>/<agent>/<a>/<b>`.
+pub fn recovery_comparisons(
+    episodes: &[EpisodeRow],
+    policies: &[String],
+    cfg: &AnalysisConfig,
+) -> Vec<RecoveryComparison> {
+    let by_pair = pairs_by_key(episodes);
     let mut present: Vec<&str> = episodes.iter().map(|e| e.policy.as_str()).collect();
     present.sort_by_key(|p| policy_rank(policies, p));
     present.dedup();
@@ -330,13 +351,7 @@ pub fn recovery_comparisons(
             |k: &PairKey| k.3 == *agent && (*scope == "all" || (k.1 == *task && k.2 == *fault));
         for (i, a) in present.iter().enumerate() {
             for b in &present[i + 1..] {
-                let rows: Vec<((&str, u32), bool, bool)> = by_pair
-                    .iter()
-                    .filter(|(k, _)| in_scope(k))
-                    .filter_map(|(k, success)| {
-                        Some(((k.1, k.4), *success.get(a)?, *success.get(b)?))
-                    })
-                    .collect();
+                let rows = paired_rows(&by_pair, in_scope, a, b);
                 let seed = derive_analysis(
                     cfg.seed,
                     &format!("recovery/{scope}/{task}/{fault}/{agent}/{a}/{b}"),
@@ -380,6 +395,70 @@ pub fn recovery_comparisons_csv(rows: &[RecoveryComparison], cfg: &AnalysisConfi
     out
 }
 
+/// The policy whose recovery gain [`recovery_gain`] measures, and its baseline.
+pub const GAIN_POLICIES: (&str, &str) = ("unverified", "outcome");
+
+/// The recovery gain of `outcome` over `unverified` (success rate of `outcome` minus that
+/// of `unverified` on the same episodes), per agent: per task (pooled over its faults) and
+/// over every task and fault. Rows are [`RecoveryComparison`]s with scope `task` (fault
+/// `*`) or `all`; the `all` row is the `all` row of [`recovery_comparisons`] for the two
+/// policies, seed included. Empty when the episodes lack either policy.
+pub fn recovery_gain(episodes: &[EpisodeRow], cfg: &AnalysisConfig) -> Vec<RecoveryComparison> {
+    let (a, b) = GAIN_POLICIES;
+    let by_pair = pairs_by_key(episodes);
+    let tasks: BTreeSet<(usize, &str)> = by_pair.keys().map(|k| (k.0, k.1)).collect();
+    let agents: BTreeSet<&str> = by_pair.keys().map(|k| k.3.as_str()).collect();
+    let mut out = Vec::new();
+    for agent in agents {
+        let scopes = tasks
+            .iter()
+            .map(|(_, t)| ("task", *t))
+            .chain(std::iter::once(("all", "*")));
+        for (scope, task) in scopes {
+            let in_scope = |k: &PairKey| k.3 == agent && (scope == "all" || k.1 == task);
+            let rows = paired_rows(&by_pair, in_scope, a, b);
+            let seed = derive_analysis(
+                cfg.seed,
+                &format!("recovery/{scope}/{task}/*/{agent}/{a}/{b}"),
+            );
+            if let Some(paired) = paired_outcomes(&rows, cfg, seed) {
+                out.push(RecoveryComparison {
+                    scope: scope.to_string(),
+                    task: task.to_string(),
+                    fault: "*".to_string(),
+                    agent: agent.to_string(),
+                    policy_a: a.to_string(),
+                    policy_b: b.to_string(),
+                    paired,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// `recovery_gain.csv`: [`recovery_gain`]'s rows, `gain` = success of `outcome` minus
+/// success of `unverified`.
+pub fn recovery_gain_csv(rows: &[RecoveryComparison], cfg: &AnalysisConfig) -> String {
+    let header = paired_csv_header("success_unverified", "success_outcome").replacen(
+        ",difference,",
+        ",gain,",
+        1,
+    );
+    let mut out = format!("scope,task,agent,{header}\n");
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{},{},{},{}",
+            r.scope,
+            csv_field(&r.task),
+            csv_field(&r.agent),
+            paired_csv_columns(&r.paired, cfg),
+        );
+    }
+    out
+}
+
 /// Everything the report needs from the episodes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recovery<'a> {
@@ -388,6 +467,8 @@ pub struct Recovery<'a> {
     pub cells: Vec<RecoveryCell>,
     pub stop_reasons: Vec<StopReasonRow>,
     pub comparisons: Vec<RecoveryComparison>,
+    /// The recovery gain of `outcome` over `unverified` ([`recovery_gain`]).
+    pub gain: Vec<RecoveryComparison>,
 }
 
 impl<'a> Recovery<'a> {
@@ -402,6 +483,7 @@ impl<'a> Recovery<'a> {
             cells: recovery_cells(episodes, policies, cfg),
             stop_reasons: stop_reasons(episodes, policies),
             comparisons: recovery_comparisons(episodes, policies, cfg),
+            gain: recovery_gain(episodes, cfg),
         })
     }
 }
@@ -657,11 +739,75 @@ pub(crate) mod tests {
         assert_eq!(recovery_comparisons(&episodes, &policies(), &cfg), rows);
         let csv = recovery_comparisons_csv(&rows, &cfg);
         let lines: Vec<&str> = csv.lines().collect();
-        assert_eq!(lines[0], "scope,task,fault,agent,policy_a,policy_b,n,clusters,success_a,success_b,difference,ci_low,ci_high,ci_method,level,resamples,seed,correlation,mcnemar_b,mcnemar_c,mcnemar_p,note");
+        assert_eq!(lines[0], "scope,task,fault,agent,policy_a,policy_b,n,clusters,success_a,success_b,difference,ci_low,ci_high,ci_method,level,resamples,seed,score_low,score_high,score_method,n_eff,design_effect,correlation,mcnemar_b,mcnemar_c,test,test_statistic,test_p,informative_clusters,note");
         assert!(lines[1].starts_with(
             "cell,frame,feedback.iframe_no_change,scripted,unverified,outcome,12,4,0.0000,0.7500,0.7500,"
         ));
         assert!(lines[2].starts_with("all,*,*,scripted,unverified,outcome,12,4,"));
+    }
+
+    #[test]
+    fn the_gain_pairs_outcome_with_unverified_per_task_and_pooled() {
+        let cfg = AnalysisConfig::for_run(1);
+        let mut episodes = experiment();
+        // A second agent on the same layouts: its own rows, never pooled with the first.
+        for e in experiment() {
+            let mut e = e;
+            e.agent = "observant".into();
+            e.success = e.policy == "outcome" || e.layout_index == 0;
+            episodes.push(e);
+        }
+        // A policy outside the pair changes nothing.
+        episodes.push(ep("generic", 0, 0, true));
+        let gain = recovery_gain(&episodes, &cfg);
+        let keys: Vec<(&str, &str, &str)> = gain
+            .iter()
+            .map(|g| (g.scope.as_str(), g.task.as_str(), g.agent.as_str()))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("task", "frame", "observant"),
+                ("all", "*", "observant"),
+                ("task", "frame", "scripted"),
+                ("all", "*", "scripted"),
+            ]
+        );
+        let s = &gain[3].paired;
+        assert_eq!((s.n, s.clusters), (12, 4));
+        assert_eq!((s.mean_a, s.mean_b), (0.0, 0.75));
+        assert_eq!(s.test.method, crate::stats::PairedTest::McnemarClustered);
+        // Three of four layouts recover on every run: the clustered test counts layouts.
+        assert_eq!(s.test.informative_clusters, 3);
+        assert!(s.n_effective >= 4.0 && s.n_effective <= 12.0);
+        assert!(s.score.lower < 0.75 && 0.75 < s.score.upper);
+        // Observant: outcome always, unverified on layout 0 only.
+        let o = &gain[1].paired;
+        assert_eq!((o.mean_a, o.mean_b), (0.25, 1.0));
+        // The pooled row is the `all` row of the comparisons, seed and all.
+        let all = recovery_comparisons(&episodes, &policies(), &cfg)
+            .into_iter()
+            .find(|c| {
+                c.scope == "all"
+                    && c.agent == "scripted"
+                    && c.policy_a == "unverified"
+                    && c.policy_b == "outcome"
+            })
+            .unwrap();
+        assert_eq!(all.paired, gain[3].paired);
+        let csv = recovery_gain_csv(&gain, &cfg);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert!(lines[0].starts_with(
+            "scope,task,agent,n,clusters,success_unverified,success_outcome,gain,ci_low,ci_high,"
+        ));
+        assert!(lines[3].starts_with("task,frame,scripted,12,4,0.0000,0.7500,0.7500,"));
+        assert!(lines[4].contains(",mcnemar-clustered,"), "{}", lines[4]);
+        // Without both policies there is no gain.
+        let only: Vec<EpisodeRow> = experiment()
+            .into_iter()
+            .filter(|e| e.policy == "outcome")
+            .collect();
+        assert!(recovery_gain(&only, &cfg).is_empty());
     }
 
     #[test]

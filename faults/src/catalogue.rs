@@ -12,9 +12,13 @@ faultline_tasks::named_enum! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
     #[serde(rename_all = "snake_case")]
     pub enum Stage: "stage" {
+        /// The agent's reply is parsed into actions.
         Parse = "parse",
+        /// The parsed actions are dispatched to the browser.
         Execute = "execute",
+        /// The tool reports back to the agent what its actions did.
         Feedback = "feedback",
+        /// The next observation (the screenshot) is captured.
         Observe = "observe",
     }
 }
@@ -82,9 +86,11 @@ pub struct FaultSpec {
     /// Stable id, `layer.name` (the four reference stage faults keep their `stage.name`
     /// ids from the design brief, e.g. `parse.token_leak`).
     pub id: &'static str,
+    /// The catalogue layer it belongs to.
     pub layer: Layer,
     /// The round-trip stage where its effect enters.
     pub stage: Stage,
+    /// Where it is injected: network, page, browser, harness or agent reply.
     pub mechanism: Mechanism,
     /// The tasks whose pages and decisions it applies to.
     pub tasks: &'static [TaskKind],
@@ -622,6 +628,21 @@ faults! {
         outcome_holds: true,
         not_fired_when: "never (the page is rendered that way)",
     },
+    /// The hovered chart mark lights up at once, before its tooltip shows.
+    HoverHighlight = FaultSpec {
+        id: "semantic.hover_highlight",
+        layer: Layer::Semantic,
+        stage: Stage::Observe,
+        mechanism: M::Page,
+        tasks: &[T::Chart],
+        description: "the chart highlights the hovered bar at once, before its tooltip (and value) appears: the page reacts without saying anything",
+        injection: "the page colours the bar under the pointer from the moment it enters (the default chart gives no feedback until the tooltip shows)",
+        parameters: "none",
+        witness: "the bar the pointer entered and when, on the page clock",
+        implies: "the tooltip still shows the value at capture: the outcome happens; a change-detecting check sees the highlight either way",
+        outcome_holds: true,
+        not_fired_when: "the pointer never entered a bar",
+    },
     // ---- tool ----
     /// A tool error is swallowed and reported as success.
     ErrorSwallowed = FaultSpec {
@@ -725,30 +746,37 @@ impl Fault {
         Fault::CaptureBeforeTooltip,
     ];
 
+    /// The stable id, `layer.name` (see [`FaultSpec::id`]).
     pub fn id(self) -> &'static str {
         self.spec().id
     }
 
+    /// The catalogue layer the fault belongs to.
     pub fn layer(self) -> Layer {
         self.spec().layer
     }
 
+    /// The round-trip stage where the fault's effect enters.
     pub fn stage(self) -> Stage {
         self.spec().stage
     }
 
+    /// Where the fault is injected.
     pub fn mechanism(self) -> Mechanism {
         self.spec().mechanism
     }
 
+    /// One line: what goes wrong.
     pub fn description(self) -> &'static str {
         self.spec().description
     }
 
+    /// The tasks whose pages and decisions the fault applies to.
     pub fn tasks(self) -> &'static [TaskKind] {
         self.spec().tasks
     }
 
+    /// Whether the fault applies to `task`'s pages and decisions.
     pub fn applies_to(self, task: TaskKind) -> bool {
         self.tasks().contains(&task)
     }

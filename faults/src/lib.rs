@@ -25,6 +25,8 @@
 //! layer itself did (the text it typed, the point it clicked, the message it sent, the
 //! instant it captured, the status it served), not from what the page recorded.
 
+#![warn(missing_docs)]
+
 mod catalogue;
 mod plan;
 pub mod select;

@@ -23,6 +23,7 @@ pub const NO_CHANGE_MESSAGE: &str = "No change detected.";
 /// A fault armed for one trial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FaultPlan {
+    /// The catalogue entry being armed.
     pub fault: Fault,
     /// The trial's seed; every parameter the fault draws comes from it.
     pub seed: u64,
@@ -48,17 +49,24 @@ pub enum BeforeAct {
     /// Call the page's own `window.__fl_before_act()` (an injected script's change).
     PageHook,
     /// Change the viewport behind the harness's back (CDP).
-    Viewport { width: u32, height: u32 },
+    Viewport {
+        /// The new viewport width, in CSS pixels.
+        width: u32,
+        /// The new viewport height, in CSS pixels.
+        height: u32,
+    },
 }
 
 /// The claim the false-completion fault makes.
 pub const FALSE_CLAIM: &str = "The task is complete: I did what was asked.";
 
 impl FaultPlan {
+    /// Arms `fault` for the trial with `seed`.
     pub fn new(fault: Fault, seed: u64) -> FaultPlan {
         FaultPlan { fault, seed }
     }
 
+    /// The armed fault's catalogue id.
     pub fn id(&self) -> &'static str {
         self.fault.id()
     }
@@ -279,6 +287,7 @@ impl FaultPlan {
                     locale: "de-DE".into(),
                 }],
             ),
+            Fault::HoverHighlight => (vec![], vec![PageMod::HoverHighlight]),
             Fault::DoubleSubmit => (vec![], vec![PageMod::FreshKeyPerClick]),
             Fault::TokenLeak
             | Fault::UnscaledCoordinates

@@ -14,11 +14,14 @@ use serde::{Deserialize, Serialize};
 pub struct SiteInjection {
     /// The fault's id, stamped on every witness event the server records.
     pub fault: String,
+    /// Rules the server's middleware applies to matching requests.
     pub network: Vec<NetworkRule>,
+    /// Changes the server makes to the page when it renders it.
     pub page: Vec<PageMod>,
 }
 
 impl SiteInjection {
+    /// Whether the injection changes nothing (no network rule, no page change).
     pub fn is_empty(&self) -> bool {
         self.network.is_empty() && self.page.is_empty()
     }
@@ -45,16 +48,27 @@ pub enum Route {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum NetworkEffect {
     /// The handler runs (and records its effect) at once; the response is held back.
-    Delay { ms: u64 },
+    Delay {
+        /// How long the response is held back, in milliseconds.
+        ms: u64,
+    },
     /// The handler runs; the response's headers and its body up to the first occurrence
     /// of `cut_before` are sent, then the connection is aborted.
-    DropMidBody { cut_before: String },
+    DropMidBody {
+        /// The body text before whose first occurrence the connection is aborted.
+        cut_before: String,
+    },
     /// Nothing is ever answered: the request hangs until the client gives up (or
     /// `max_ms` passes, so a forgotten connection cannot outlive the run).
-    Hang { max_ms: u64 },
+    Hang {
+        /// The longest the request is held, in milliseconds.
+        max_ms: u64,
+    },
     /// The handler does not run; a real error response with this status is sent.
     Status {
+        /// The HTTP status code sent.
         code: u16,
+        /// The `Retry-After` header's value in seconds, if one is sent.
         retry_after_s: Option<u32>,
     },
     /// The handler does not run; 401 with the session-expired marker, which the page's
@@ -67,7 +81,9 @@ pub enum NetworkEffect {
 /// One network rule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NetworkRule {
+    /// The requests the rule matches.
     pub route: Route,
+    /// What happens to a matching request.
     pub effect: NetworkEffect,
     /// Applies to the first `times` matching requests only (`None`: every one), so a
     /// transient error can be recovered from by retrying.
@@ -84,16 +100,28 @@ pub struct NetworkRule {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PageMod {
     /// A cookie-consent banner over `rect` (which covers the target).
-    CookieBanner { rect: Rect },
+    CookieBanner {
+        /// The banner's box, in viewport pixels.
+        rect: Rect,
+    },
     /// A newsletter modal whose backdrop covers the viewport and takes every pointer event.
     Modal,
     /// A popup with a tempting button over `rect` (which covers the target); its button
     /// leads to a decoy page.
-    DecoyPopup { rect: Rect },
+    DecoyPopup {
+        /// The popup's box, in viewport pixels.
+        rect: Rect,
+    },
     /// Content moves down by `dy` pixels when the harness is about to act.
-    ShiftBeforeAct { dy: f64 },
+    ShiftBeforeAct {
+        /// How far the content moves down, in CSS pixels.
+        dy: f64,
+    },
     /// The grid's labels are permuted (by `seed`) when the harness is about to act.
-    ReorderBeforeAct { seed: u64 },
+    ReorderBeforeAct {
+        /// The seed the permutation is drawn from.
+        seed: u64,
+    },
     /// The grid is laid out centred on the viewport's width (responsive), so a viewport
     /// change moves it.
     Responsive,
@@ -102,12 +130,18 @@ pub enum PageMod {
     RerenderOnPress,
     /// The target's box is taken by another control with the same label (a different
     /// item); the real target moves to `moved_to`.
-    DuplicateLabel { moved_to: Rect },
+    DuplicateLabel {
+        /// The real target's new box, in viewport pixels.
+        moved_to: Rect,
+    },
     /// The grid's buttons live inside a closed shadow root.
     ShadowRoot,
     /// The orders table is virtualized: `prepended` extra rows come first and only the
     /// rows in view are in the DOM.
-    Virtualized { prepended: u32 },
+    Virtualized {
+        /// How many extra rows come before the original ones.
+        prepended: u32,
+    },
     /// A transparent layer over the board swallows every click.
     TransparentLayer,
     /// The target control is disabled.
@@ -117,14 +151,29 @@ pub enum PageMod {
     /// The select's change never reaches the page's state (it listens to the wrong event).
     SelectIgnored,
     /// The target's visible label is renamed (its identity is not).
-    Renamed { label: String },
+    Renamed {
+        /// The new visible label.
+        label: String,
+    },
     /// Save shows "Saved!" and lists the note at once; the server rejects the write and
     /// the page rolls back after `rollback_ms`.
-    OptimisticToast { rollback_ms: u64 },
+    OptimisticToast {
+        /// How long after the click the page rolls back, in milliseconds.
+        rollback_ms: u64,
+    },
     /// Text in the page that addresses the agent.
-    InjectedInstruction { text: String },
+    InjectedInstruction {
+        /// The text addressed to the agent.
+        text: String,
+    },
     /// Month names and numbers in a locale (e.g. `de-DE`).
-    Locale { locale: String },
+    Locale {
+        /// The BCP 47 locale tag, e.g. `de-DE`.
+        locale: String,
+    },
+    /// The chart's bar under the pointer is highlighted as soon as the pointer enters it
+    /// (the default chart shows nothing until the tooltip).
+    HoverHighlight,
     /// Every Save click mints a fresh idempotency key (so a retry writes again).
     FreshKeyPerClick,
     /// The grid's stylesheet is attached only after the load event.

@@ -29,10 +29,12 @@ pub struct UnscaledClickWitness {
 /// its trial is stored as not fired.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Witness {
+    /// The id of the fault that fired.
     pub fault: String,
     /// One line for tables, logs and the report.
     pub summary: String,
     #[serde(flatten)]
+    /// The fault's own fields, flattened into the JSON object.
     pub data: Map<String, Value>,
 }
 

@@ -3,6 +3,9 @@
 //! and warm (thumbnails cached by content), then its run page opened from disk in the
 //! Chromium faultline drives, timed from navigation to the first rendered list by the
 //! page's own clock. The target is under a second; this prints, it does not assert.
+//!
+//! Under `cargo test` (no `--bench` argument) it runs a tenth of the size, once, as a
+//! smoke test of the same path.
 
 use anyhow::Result;
 use faultline::engine::browser::{find_chromium, BrowserHandle};
@@ -27,7 +30,19 @@ fn png(path: &Path, n: u32) {
     img.save(path).unwrap();
 }
 
-fn synthetic_run(dir: &Path) -> Result<()> {
+/// A catalogue fault for the synthetic fault number `f` (1 and up): its id, stage and
+/// layer, as a real run stores them.
+fn fault(f: u32) -> (String, String, String) {
+    let all = faultline_faults::Fault::ALL;
+    let fault = all[f as usize % all.len()];
+    (
+        fault.id().to_string(),
+        fault.stage().to_string(),
+        fault.layer().to_string(),
+    )
+}
+
+fn synthetic_run(dir: &Path, layouts: u32) -> Result<()> {
     std::fs::create_dir_all(dir.join("shots"))?;
     drop(faultline_analysis::db::ResultsDb::open(
         &dir.join("results.sqlite"),
@@ -46,9 +61,10 @@ fn synthetic_run(dir: &Path) -> Result<()> {
     png(&dir.join("shots/shared.png"), 0);
     let mut n = 1;
     for task in TASKS {
-        for layout in 0..10u32 {
+        for layout in 0..layouts {
             for f in 0..25u32 {
-                let fault = (f > 0).then(|| format!("layer{}.fault{f:02}", f % 5));
+                let (id, stage, layer) = fault(f);
+                let fault = (f > 0).then_some(id);
                 let key = format!(
                     "detection/{task}/{layout:03}/{}",
                     fault.as_deref().unwrap_or("working")
@@ -66,12 +82,12 @@ fn synthetic_run(dir: &Path) -> Result<()> {
                         layout,
                         if fault.is_some() { "faulty" } else { "working" },
                         fault,
-                        fault.as_ref().map(|_| "execute"),
+                        fault.as_ref().map(|_| stage.clone()),
                         fault.as_ref().map(|_| f % 7 != 0),
                         fault.as_ref().map(|f| format!("{{\"fault\":\"{f}\",\"summary\":\"s\"}}")),
                         after,
                         truth,
-                        fault.as_ref().map(|_| format!("layer{}", f % 5)),
+                        fault.as_ref().map(|_| layer.clone()),
                     ],
                 )?;
                 for (i, p) in POLICIES.iter().enumerate() {
@@ -84,17 +100,17 @@ fn synthetic_run(dir: &Path) -> Result<()> {
         }
     }
     for task in TASKS {
-        for f in 0..5u32 {
+        for f in 1..6u32 {
+            let (id, stage, layer) = fault(f);
             for p in POLICIES {
-                for layout in 0..5u32 {
-                    let key =
-                        format!("recovery/{task}/layer{f}.fault{f:02}/{p}/scripted/r0/{layout:03}");
+                for layout in 0..layouts.div_ceil(2) {
+                    let key = format!("recovery/{task}/{id}/{p}/trusting/r0/{layout:03}");
                     let stem = format!("shots/e{n}");
                     png(&dir.join(format!("{stem}.before.png")), 0);
                     tx.execute(
                         "INSERT INTO episodes (episode_key, task, fault, stage, layer, policy, agent, run, layout_index, layout_seed, episode_seed, fired, success, truth_detail, browser_actions, steps, stop_reason, detected_at_first_step, first_verdict, error, model_calls, prompt_tokens, completion_tokens, ledger, duration_ms)
-                         VALUES (?1, ?2, ?3, 'execute', ?4, ?5, 'scripted', 0, ?6, '1', '2', 1, ?7, 'detail', 2, 3, 'stopped', ?8, 'fail', NULL, 0, NULL, NULL, '{}', 3000.0)",
-                        params![key, task, format!("layer{f}.fault{f:02}"), format!("layer{f}"), p, layout, layout % 2 == 0, layout % 3 == 0],
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'trusting', 0, ?7, '1', '2', 1, ?8, 'detail', 2, 3, 'stopped', ?9, 'fail', NULL, 0, NULL, NULL, '{}', 3000.0)",
+                        params![key, task, id, stage, layer, p, layout, layout % 2 == 0, layout % 3 == 0],
                     )?;
                     for step in 0..3u32 {
                         let shot = format!("{stem}.s{step}.png");
@@ -119,12 +135,17 @@ fn synthetic_run(dir: &Path) -> Result<()> {
 }
 
 fn main() -> Result<()> {
+    // `cargo bench` passes `--bench`; `cargo test` runs a small smoke version.
+    let full = std::env::args().any(|a| a == "--bench");
+    let (layouts, loads) = if full { (10, 5) } else { (1, 1) };
     let tmp = tempfile::tempdir()?;
     let run = tmp.path().join("run");
     let t = Instant::now();
-    synthetic_run(&run)?;
+    synthetic_run(&run, layouts)?;
     println!(
-        "synthetic run (1000 trials, 400 episodes): built in {:.1} s",
+        "synthetic run ({} trials, {} episodes): built in {:.1} s",
+        TASKS.len() as u32 * layouts * 25,
+        TASKS.len() as u32 * 5 * POLICIES.len() as u32 * layouts.div_ceil(2),
         t.elapsed().as_secs_f64()
     );
     let view = run.join("view");
@@ -162,7 +183,7 @@ fn main() -> Result<()> {
             std::fs::canonicalize(&view)?.display()
         );
         let mut times = Vec::new();
-        for _ in 0..5 {
+        for _ in 0..loads {
             let page = pool.take().await?;
             page.goto(&url).await?;
             let deadline = Instant::now() + Duration::from_secs(20);

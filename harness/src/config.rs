@@ -8,6 +8,7 @@ use crate::agent::cassette::CassetteMode;
 use crate::agent::openai::OpenAiConfig;
 use crate::engine::episode::EpisodeLimits;
 use crate::engine::roundtrip::Timing;
+use crate::plugin::{PluginSpec, DEFAULT_TIMEOUT_MS};
 use anyhow::{bail, Result};
 use faultline_faults::Fault;
 use faultline_policies::Registry;
@@ -65,6 +66,32 @@ pub struct ConfigFile {
     /// `FAULTLINE_API_KEY` or `OPENAI_API_KEY`.
     pub openai: Option<OpenAiConfig>,
     pub cassette: Option<CassetteFile>,
+    /// External verification policies (`[[policy]]`), usable wherever a built-in
+    /// policy's name is.
+    pub policy: Option<Vec<PluginFile>>,
+    /// The `exec` agent's process (`[exec]`).
+    pub exec: Option<ExecFile>,
+}
+
+/// One `[[policy]]` table: an external verifier run as a process.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginFile {
+    pub name: String,
+    /// The program and its arguments (no shell); relative paths are relative to the
+    /// working directory.
+    pub command: Vec<String>,
+    /// Per-request timeout (default 10000 ms).
+    pub timeout_ms: Option<u64>,
+}
+
+/// The `[exec]` section: the `exec` agent's process.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecFile {
+    pub command: Vec<String>,
+    /// Per-request timeout (default 10000 ms).
+    pub timeout_ms: Option<u64>,
 }
 
 /// The `[cassette]` section: where model calls are recorded and replayed.
@@ -155,6 +182,13 @@ pub struct ExperimentConfig {
     /// The model endpoint (defaults filled in), used only by the `openai` agent.
     pub openai: OpenAiConfig,
     pub cassette: CassetteConfig,
+    /// External verification policies (absent from the stored config when there are
+    /// none, so runs without plugins keep their identity).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub external_policies: Vec<PluginSpec>,
+    /// The `exec` agent's process, when configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<PluginSpec>,
 }
 
 /// Where the cassette is and how it answers.
@@ -312,13 +346,18 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         Some(l) => format!("{}:{l}: {key}", config.name),
         None => format!("{}: {key}", config.name),
     };
+    // A value given as a flag is blamed on the flag, not on the config it overrode.
+    let from = |flag: &str, overridden: bool, key: &str| match overridden {
+        true => flag.to_string(),
+        false => at(key),
+    };
 
     let seed = overrides.seed.or(file.seed).unwrap_or(DEFAULT_ROOT_SEED);
     let layouts = overrides.layouts.or(file.layouts).unwrap_or(40);
     if layouts == 0 || layouts > 10_000 {
         bail!(
             "{}: expected a number of layouts between 1 and 10000, found {layouts}",
-            at("layouts")
+            from("--layouts", overrides.layouts.is_some(), "layouts")
         );
     }
     let cores = std::thread::available_parallelism()
@@ -328,7 +367,7 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         None | Some(0) => default_jobs(cores),
         Some(j) if j > 64 => bail!(
             "{}: expected at most 64 concurrent trials, found {j}",
-            at("jobs")
+            from("--jobs", overrides.jobs.is_some(), "jobs")
         ),
         Some(j) => j,
     };
@@ -351,7 +390,8 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
             out
         }
     };
-    let registry = Registry::default();
+    let external_policies = resolve_plugins(file.policy.as_deref(), &at)?;
+    let registry = crate::plugin::policy::registry(&external_policies, VIEWPORT);
     let policies = match &file.policies {
         None => faultline_policies::BUILTIN
             .iter()
@@ -427,6 +467,16 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         &registry,
         &|key: &str| at(&format!("recovery.{key}")),
     )?;
+    let exec = match &file.exec {
+        Some(e) => Some(plugin_spec("exec", &e.command, e.timeout_ms, &at("exec"))?),
+        None => None,
+    };
+    if recovery.agents.iter().any(|a| a == "exec") && exec.is_none() {
+        bail!(
+            "{}: the `exec` agent needs an [exec] section with a command",
+            at("recovery.agent")
+        );
+    }
     let openai = file.openai.clone().unwrap_or_default();
     if file.openai.is_some() || recovery.agents.iter().any(|a| a == "openai") {
         openai
@@ -461,7 +511,56 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         recovery,
         openai,
         cassette,
+        external_policies,
+        exec,
     })
+}
+
+/// A validated plugin process.
+fn plugin_spec(
+    name: &str,
+    command: &[String],
+    timeout_ms: Option<u64>,
+    at: &str,
+) -> Result<PluginSpec> {
+    if command.is_empty() || command[0].is_empty() {
+        bail!("{at}: expected a command, e.g. command = [\"python3\", \"verify.py\"]");
+    }
+    let timeout_ms = timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+    if !(1..=600_000).contains(&timeout_ms) {
+        bail!("{at}: expected a timeout between 1 and 600000 ms, found {timeout_ms}");
+    }
+    Ok(PluginSpec {
+        name: name.to_string(),
+        command: command.to_vec(),
+        timeout_ms,
+    })
+}
+
+/// The `[[policy]]` tables: unique names that do not shadow a built-in policy.
+fn resolve_plugins(
+    list: Option<&[PluginFile]>,
+    at: &dyn Fn(&str) -> String,
+) -> Result<Vec<PluginSpec>> {
+    let mut out: Vec<PluginSpec> = Vec::new();
+    for p in list.unwrap_or_default() {
+        let here = format!("{} `{}`", at("policy"), p.name);
+        let valid = !p.name.is_empty()
+            && p.name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if !valid {
+            bail!("{here}: a policy name is letters, digits, `_`, `-` or `.`");
+        }
+        if Registry::default().contains(&p.name) {
+            bail!("{here}: the name of a built-in policy");
+        }
+        if out.iter().any(|o| o.name == p.name) {
+            bail!("{here}: defined twice");
+        }
+        out.push(plugin_spec(&p.name, &p.command, p.timeout_ms, &here)?);
+    }
+    Ok(out)
 }
 
 /// Resolves fault selectors (default: the four reference stage faults) and checks that
@@ -709,6 +808,35 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.recovery.layouts, 4);
+    }
+
+    #[test]
+    fn regression_a_bad_flag_value_is_blamed_on_the_flag_not_the_embedded_config() {
+        let e = resolve(
+            &load_text(None).unwrap(),
+            &Overrides {
+                layouts: Some(0),
+                ..Overrides::default()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("--layouts: expected"), "{e}");
+        let e = resolve(
+            &load_text(None).unwrap(),
+            &Overrides {
+                jobs: Some(500),
+                ..Overrides::default()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("--jobs: expected"), "{e}");
+        // From the file itself, the file and line are named.
+        let e = resolve(&text("layouts = 0\n"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("exp.toml:1: layouts"), "{e}");
     }
 
     #[test]

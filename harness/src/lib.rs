@@ -9,6 +9,8 @@
 //!   registry that rebuilds an agent by name, and the built-in agents;
 //! - [`experiment`]: what a run is made of — the phases (detection, recovery), their
 //!   work items, decisions and recorders, the manifest and the stored rows;
+//! - [`plugin`]: other people's verifiers and agents, run as long-lived processes that
+//!   speak a versioned JSON-lines protocol;
 //! - [`cli`] and [`config`]: flags and config files turned into a validated experiment;
 //!   [`error`]: the usage error and the exit codes, in one place; [`signals`]: what
 //!   SIGINT, SIGTERM and SIGHUP mean.
@@ -20,4 +22,5 @@ pub mod engine;
 pub mod error;
 pub mod experiment;
 pub mod jsonl;
+pub mod plugin;
 pub mod signals;

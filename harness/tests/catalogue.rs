@@ -17,7 +17,7 @@ fn outcome(r: &TrialResult) -> Verdict {
     r.judgements
         .iter()
         .find(|(p, _)| p == "outcome")
-        .map(|(_, j)| j.verdict)
+        .map(|(_, j)| j.as_ref().expect("a built-in policy judges").verdict)
         .expect("the outcome policy judged")
 }
 
@@ -167,4 +167,73 @@ async fn every_fault_fires_on_every_task_it_applies_to_with_its_ledger_truth() {
     );
     let pairs: usize = Fault::ALL.iter().map(|f| f.tasks().len()).sum();
     assert_eq!(fired, pairs, "every (fault, task) pair fired");
+}
+
+/// The chart's default page gives no feedback on a hover until the tooltip shows: with
+/// the tooltip held back, a hover changes neither the DOM nor the screenshot. The
+/// `semantic.hover_highlight` page changes both at once, and witnesses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chart_hover_changes_nothing_until_the_tooltip_unless_the_page_highlights() {
+    use faultline::engine::session::Session;
+    use faultline_tasks::geometry::IMAGE;
+    use faultline_tasks::layout::LayoutSpec;
+
+    let h = common::harness().await;
+    let set = embedded_default().unwrap();
+    for index in [0, 1] {
+        let layout = set
+            .find(TaskKind::Chart, DEFAULT_ROOT_SEED, index)
+            .unwrap()
+            .layout();
+        let LayoutSpec::Chart(c) = &layout.spec else {
+            unreachable!()
+        };
+        let target = c.target_mark().rect.center();
+        for fault in [None, Some(Fault::HoverHighlight)] {
+            let at = format!(
+                "{} on chart layout {index}",
+                fault.map_or("default", Fault::id)
+            );
+            let plan = fault.map(|f| FaultPlan::new(f, 1));
+            let mut session = Session::open(&h.env, &layout, plan, IMAGE).await.unwrap();
+            let rt = session.rt();
+            // Hold the tooltip back for an hour: whatever changes now is the hover's own
+            // feedback.
+            rt.page.eval("delay = 3600000; true").await.unwrap();
+            let (before, before_state) = rt.observe_now().await.unwrap();
+            rt.page.hover(target).await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            let (after, after_state) = rt.observe_now().await.unwrap();
+            let tip_hidden = rt
+                .page
+                .eval("document.getElementById('tip').hidden")
+                .await
+                .unwrap();
+            assert_eq!(
+                tip_hidden,
+                serde_json::json!(true),
+                "{at}: the tooltip showed"
+            );
+            let finished = session.finish();
+            let dom_same = before_state == after_state;
+            let pixels_same = before.png == after.png;
+            match fault {
+                None => {
+                    assert!(dom_same, "{at}: the hover changed the DOM");
+                    assert!(pixels_same, "{at}: the hover changed the screenshot");
+                    assert!(finished.site_witness.is_none(), "{at}");
+                }
+                Some(_) => {
+                    assert!(!dom_same, "{at}: the highlight left the DOM unchanged");
+                    assert!(
+                        !pixels_same,
+                        "{at}: the highlight left the pixels unchanged"
+                    );
+                    let w = finished.site_witness.expect("the highlight witnessed");
+                    assert_eq!(w.fault, "semantic.hover_highlight", "{at}");
+                }
+            }
+        }
+    }
+    h.shutdown().await;
 }

@@ -134,3 +134,44 @@ fn a_bad_fault_selector_is_a_usage_error_with_close_matches() {
     assert!(stderr.contains("`overlay.cookie_banner`"), "{stderr}");
     assert!(!out.exists(), "nothing is written for a rejected selector");
 }
+
+#[test]
+fn regression_resume_refuses_an_empty_or_foreign_database_and_leaves_it_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let db = out.join("results.sqlite");
+    let out_arg = out.to_str().unwrap();
+
+    std::fs::write(&db, b"").unwrap();
+    let (code, _, stderr) = faultline(&["run", "--resume", "--out", out_arg]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("empty file (0 bytes)"), "{stderr}");
+    assert_eq!(std::fs::read(&db).unwrap(), b"", "left as it was");
+
+    std::fs::write(&db, b"not a database at all, just text").unwrap();
+    let (code, _, stderr) = faultline(&["run", "--resume", "--out", out_arg]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("results.sqlite"), "{stderr}");
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        b"not a database at all, just text"
+    );
+}
+
+#[test]
+fn regression_a_missing_browser_leaves_no_results_database_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["run", "--out", out.to_str().unwrap()])
+        .env("FAULTLINE_CHROMIUM", dir.path().join("no-such-browser"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{stderr}");
+    assert!(
+        !out.join("results.sqlite").exists(),
+        "a rerun with the browser fixed must not be told the directory already holds results"
+    );
+}

@@ -113,12 +113,13 @@ async fn each_stage_fault_fires_with_its_witness_and_working_trials_are_unaffect
                 .judgements
                 .iter()
                 .find(|(p, _)| p == "outcome")
+                .map(|(_, j)| j.as_ref().expect("a built-in policy judges"))
                 .unwrap();
             assert_eq!(
-                outcome.1.verdict == Verdict::Success,
+                outcome.verdict == Verdict::Success,
                 faulty.truth.achieved,
                 "outcome on {task} layout {index}: {}",
-                outcome.1.message
+                outcome.message
             );
 
             let working = run_trial(&h.env, d, None).await.unwrap();
@@ -132,8 +133,9 @@ async fn each_stage_fault_fires_with_its_witness_and_working_trials_are_unaffect
                 .judgements
                 .iter()
                 .find(|(p, _)| p == "outcome")
+                .map(|(_, j)| j.as_ref().expect("a built-in policy judges"))
                 .unwrap();
-            assert_eq!(outcome.1.verdict, Verdict::Success, "{}", outcome.1.message);
+            assert_eq!(outcome.verdict, Verdict::Success, "{}", outcome.message);
         }
     }
     h.shutdown().await;

@@ -1,7 +1,7 @@
 //! The four built-in policies, from most trusting to most specific.
 
 use crate::evidence::{Evidence, Observation};
-use crate::{Judgement, Verdict, VerificationPolicy};
+use crate::{Judgement, PolicyOutcome, Verdict, VerificationPolicy};
 use faultline_tasks::Expectation;
 
 /// Takes the tool's own message as true: a message that reports an error anywhere (a
@@ -15,7 +15,14 @@ impl VerificationPolicy for UnverifiedPolicy {
         "unverified"
     }
 
-    fn judge(&self, ev: &Evidence<'_>) -> Judgement {
+    fn judge(&self, ev: &Evidence<'_>) -> PolicyOutcome {
+        Ok(self.verdict_on(ev))
+    }
+}
+
+impl UnverifiedPolicy {
+    /// The judgement, which a built-in policy can always give.
+    pub fn verdict_on(&self, ev: &Evidence<'_>) -> Judgement {
         let m = ev.tool_message;
         let lower = m.to_ascii_lowercase();
         let verdict =
@@ -40,7 +47,14 @@ impl VerificationPolicy for GenericPolicy {
         "generic"
     }
 
-    fn judge(&self, ev: &Evidence<'_>) -> Judgement {
+    fn judge(&self, ev: &Evidence<'_>) -> PolicyOutcome {
+        Ok(self.verdict_on(ev))
+    }
+}
+
+impl GenericPolicy {
+    /// The judgement, which a built-in policy can always give.
+    pub fn verdict_on(&self, ev: &Evidence<'_>) -> Judgement {
         if ev.before_state.url != ev.after_state.url {
             return Judgement::new(
                 Verdict::Success,
@@ -108,7 +122,14 @@ impl VerificationPolicy for PixelPolicy {
         "pixel"
     }
 
-    fn judge(&self, ev: &Evidence<'_>) -> Judgement {
+    fn judge(&self, ev: &Evidence<'_>) -> PolicyOutcome {
+        Ok(self.verdict_on(ev))
+    }
+}
+
+impl PixelPolicy {
+    /// The judgement, which a built-in policy can always give.
+    pub fn verdict_on(&self, ev: &Evidence<'_>) -> Judgement {
         match self.changed_fraction(ev.before, ev.after) {
             Err(e) => Judgement::new(Verdict::Fail, format!("Could not compare screenshots: {e}")),
             Ok(f) if f >= self.min_changed_fraction => Judgement::new(
@@ -134,7 +155,14 @@ impl VerificationPolicy for OutcomePolicy {
         "outcome"
     }
 
-    fn judge(&self, ev: &Evidence<'_>) -> Judgement {
+    fn judge(&self, ev: &Evidence<'_>) -> PolicyOutcome {
+        Ok(self.verdict_on(ev))
+    }
+}
+
+impl OutcomePolicy {
+    /// The judgement, which a built-in policy can always give.
+    pub fn verdict_on(&self, ev: &Evidence<'_>) -> Judgement {
         let expectation = match ev.instruction.expectation() {
             Ok(e) => e,
             Err(e) => return Judgement::new(Verdict::Fail, format!("Cannot verify: {e}")),
@@ -472,6 +500,7 @@ mod tests {
                 before_state: &self.before_state,
                 after_state: &self.after_state,
             })
+            .expect("a built-in policy always judges")
         }
     }
 

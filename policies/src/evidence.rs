@@ -10,6 +10,7 @@ pub struct Observation {
     /// PNG bytes at `size`.
     #[serde(skip)]
     pub png: Vec<u8>,
+    /// The screenshot's size, in image pixels (the model's image size, not the viewport's).
     pub size: Size,
     /// Visible text of the top document followed by each child frame's.
     pub text: String,
@@ -18,22 +19,30 @@ pub struct Observation {
 /// A form control as read through the DOM.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Control {
+    /// The element's tag name, lowercase (`input`, `textarea` or `select`).
     pub tag: String,
+    /// The control's `type`, lowercase (e.g. `text`, `checkbox`, `select-one`).
     pub kind: String,
+    /// The control's `name`, else its `id`, else empty.
     pub name: String,
+    /// The text of its first `<label>`, else its `aria-label`, else empty.
     pub label: String,
+    /// Its current value.
     pub value: String,
 }
 
 /// One frame's DOM, read through CDP in that frame's execution context.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FrameSnapshot {
+    /// The frame's document URL.
     pub url: String,
+    /// Whether this is the top-level document (not a child frame).
     pub is_top: bool,
     /// SHA-256 of the serialized document, to detect any DOM change cheaply.
     pub dom_digest: String,
     /// Visible text (`innerText` of the body).
     pub text: String,
+    /// The frame's visible form controls (hidden inputs left out).
     pub controls: Vec<Control>,
     /// Accessible names of elements marked selected/pressed/checked.
     pub selected: Vec<String>,
@@ -42,15 +51,19 @@ pub struct FrameSnapshot {
 /// The page across all its frames.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct PageState {
+    /// The top document's URL.
     pub url: String,
+    /// Every frame's snapshot: the top document's and each child frame's.
     pub frames: Vec<FrameSnapshot>,
 }
 
 impl PageState {
+    /// The top document's snapshot, if one was read.
     pub fn top(&self) -> Option<&FrameSnapshot> {
         self.frames.iter().find(|f| f.is_top)
     }
 
+    /// The snapshots of the child frames (every frame but the top one).
     pub fn children(&self) -> impl Iterator<Item = &FrameSnapshot> {
         self.frames.iter().filter(|f| !f.is_top)
     }
@@ -59,13 +72,18 @@ impl PageState {
 /// Everything a policy may use to judge one action.
 #[derive(Debug, Clone, Copy)]
 pub struct Evidence<'a> {
+    /// The task's instruction, as the agent was given it.
     pub instruction: &'a Instruction,
     /// The actions the harness dispatched (after the parse stage).
     pub actions: &'a [Action],
     /// The tool's own report of what it did.
     pub tool_message: &'a str,
+    /// The observation before the actions were dispatched.
     pub before: &'a Observation,
+    /// The observation after the actions were dispatched.
     pub after: &'a Observation,
+    /// The page's DOM state before the actions were dispatched.
     pub before_state: &'a PageState,
+    /// The page's DOM state after the actions were dispatched.
     pub after_state: &'a PageState,
 }

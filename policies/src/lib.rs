@@ -28,7 +28,20 @@
 //!
 //! Implement [`VerificationPolicy`] and register a constructor with
 //! [`Registry::register`]; stored runs refer to policies by name, so a report can say
-//! exactly which judged what.
+//! exactly which judged what. A constructor may capture what it needs (an external
+//! policy's command and process pool), so a registry built from a config rebuilds the
+//! same policies by name.
+//!
+//! # Judgements and infrastructure errors
+//!
+//! [`VerificationPolicy::judge`] returns a [`PolicyOutcome`]: a [`Judgement`], or an
+//! [`InfraError`] when the policy could not judge at all (an external verifier process
+//! crashed, hung past its timeout, answered malformed JSON, an unknown verdict or the
+//! wrong protocol version). An infrastructure error is not a verdict: it is stored apart
+//! and never counted as caught, missed or a false alarm. The built-in policies always
+//! judge (they return `Ok`).
+
+#![warn(missing_docs)]
 
 mod builtin;
 mod evidence;
@@ -38,17 +51,21 @@ pub use evidence::{Control, Evidence, FrameSnapshot, Observation, PageState};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub use faultline_tasks::Verdict;
 
 /// A verdict plus the message the agent would be told.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Judgement {
+    /// The policy's judgement of the action.
     pub verdict: Verdict,
+    /// What the agent would be told about the action.
     pub message: String,
 }
 
 impl Judgement {
+    /// A judgement with `verdict` and `message`.
     pub fn new(verdict: Verdict, message: impl Into<String>) -> Judgement {
         Judgement {
             verdict,
@@ -57,16 +74,41 @@ impl Judgement {
     }
 }
 
+/// Why a policy could not judge: not a verdict, but a failure of the machinery around
+/// it (see the crate docs). Stored with the (trial, policy) it hit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{kind}: {reason}")]
+pub struct InfraError {
+    /// A short stable name: `spawn`, `crash`, `timeout`, `malformed`, `unknown_verdict`,
+    /// `protocol`.
+    pub kind: String,
+    /// What went wrong, for a person.
+    pub reason: String,
+    /// The last bytes the process wrote to stderr (empty when there is none).
+    pub stderr_tail: String,
+    /// Which incarnation of the process failed (1 for the first one started).
+    pub attempt: u32,
+}
+
+/// What judging gives: a judgement, or an infrastructure error.
+pub type PolicyOutcome = Result<Judgement, InfraError>;
+
 /// Judges one action from observable evidence. See the crate docs for why a policy
 /// cannot reach the ledger.
 pub trait VerificationPolicy: Send + Sync {
     /// The registry name, stored with every verdict.
     fn name(&self) -> &str;
     /// Judges the evidence. Must be deterministic: the same evidence, the same judgement.
-    fn judge(&self, evidence: &Evidence<'_>) -> Judgement;
+    /// An `Err` means the policy could not judge (it is never read as a verdict).
+    fn judge(&self, evidence: &Evidence<'_>) -> PolicyOutcome;
+    /// Whether judging may block on I/O (an external process), so an async caller
+    /// should move it off its executor's threads. False for the built-ins.
+    fn blocks(&self) -> bool {
+        false
+    }
 }
 
-type Constructor = fn() -> Box<dyn VerificationPolicy>;
+type Constructor = Arc<dyn Fn() -> Box<dyn VerificationPolicy> + Send + Sync>;
 
 /// Policies by name, so a stored run can be re-judged by the same policies.
 #[derive(Clone)]
@@ -89,14 +131,28 @@ impl Default for Registry {
 }
 
 impl Registry {
-    pub fn register(&mut self, name: &str, constructor: Constructor) {
-        self.constructors.insert(name.to_string(), constructor);
+    /// Adds (or replaces) the policy `name`; the constructor may capture what the policy
+    /// needs (e.g. an external verifier's command).
+    pub fn register(
+        &mut self,
+        name: &str,
+        constructor: impl Fn() -> Box<dyn VerificationPolicy> + Send + Sync + 'static,
+    ) {
+        self.constructors
+            .insert(name.to_string(), Arc::new(constructor));
     }
 
+    /// Whether `name` is registered.
+    pub fn contains(&self, name: &str) -> bool {
+        self.constructors.contains_key(name)
+    }
+
+    /// The registered policy names, in sorted order.
     pub fn names(&self) -> Vec<&str> {
         self.constructors.keys().map(String::as_str).collect()
     }
 
+    /// A fresh instance of the policy registered as `name`; the error lists the known names.
     pub fn build(&self, name: &str) -> Result<Box<dyn VerificationPolicy>, String> {
         self.constructors.get(name).map(|c| c()).ok_or_else(|| {
             format!(

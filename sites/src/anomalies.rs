@@ -35,7 +35,9 @@ use std::time::{Duration, Instant};
 /// reporting that its banner took a click, ...).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SiteWitness {
+    /// The id of the armed fault.
     pub fault: String,
+    /// What happened, e.g. `delayed` (one name per kind of event).
     pub kind: String,
     /// Whether this event is the fault firing (some are only context, e.g. a stylesheet
     /// delayed whose effect depends on when the click came).
@@ -44,6 +46,7 @@ pub struct SiteWitness {
     pub server_ms: f64,
     /// The page clock, for page-sent events.
     pub page_ms: Option<f64>,
+    /// The event's own fields (the route, the delay, the status served, ...).
     pub data: serde_json::Value,
 }
 
@@ -554,8 +557,8 @@ pub fn extras(layout: &Layout, mods: &[PageMod]) -> Extras {
                 );
             }
             // Rendered where they live: the grid's items, the frame's document, the
-            // chart's labels, the grid's stylesheet link.
-            PageMod::Virtualized { .. } | PageMod::LateStylesheet => {}
+            // chart's labels and bars, the grid's stylesheet link.
+            PageMod::Virtualized { .. } | PageMod::LateStylesheet | PageMod::HoverHighlight => {}
         }
     }
     x

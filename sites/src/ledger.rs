@@ -25,17 +25,21 @@ pub struct LedgerEvent {
     /// `tooltip_hidden`; server-recorded: `submitted`; harness-recorded (through the
     /// key): `capture` (id and page-clock interval), `answer`.
     pub kind: String,
+    /// The event's own fields, as sent or noted.
     pub data: serde_json::Value,
 }
 
 /// Everything one scope recorded.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Ledger {
+    /// The id of the scope the events were recorded under.
     pub scope: String,
+    /// The events, in the order they arrived.
     pub events: Vec<LedgerEvent>,
 }
 
 impl Ledger {
+    /// The events of kind `kind`, in arrival order.
     pub fn of_kind<'a>(
         &'a self,
         kind: &'a str,
@@ -43,6 +47,7 @@ impl Ledger {
         self.events.iter().filter(move |e| e.kind == kind)
     }
 
+    /// The latest event of kind `kind`, if any.
     pub fn last_of_kind(&self, kind: &str) -> Option<&LedgerEvent> {
         self.events.iter().rev().find(|e| e.kind == kind)
     }
@@ -88,6 +93,7 @@ impl LedgerKey {
 pub struct Scope(pub(crate) String);
 
 impl Scope {
+    /// A fresh random scope: 16 lowercase hex digits.
     pub fn random() -> Scope {
         Scope(hex::encode(rand::random::<[u8; 8]>()))
     }
@@ -101,6 +107,7 @@ impl Scope {
         ok.then(|| Scope(s.to_string()))
     }
 
+    /// The scope's id, as it appears in URLs.
     pub fn as_str(&self) -> &str {
         &self.0
     }

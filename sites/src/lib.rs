@@ -22,6 +22,8 @@
 //!
 //! The server binds `127.0.0.1` on an ephemeral port unless told otherwise.
 
+#![warn(missing_docs)]
+
 pub mod anomalies;
 mod app;
 mod ledger;
@@ -101,10 +103,12 @@ impl FixtureServer {
         FixtureServer::start(SocketAddr::from(([127, 0, 0, 1], 0))).await
     }
 
+    /// The address the server listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
+    /// `http://` plus the listening address, with no trailing slash.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
     }
@@ -192,11 +196,7 @@ fn is_page_event(kind: &str) -> bool {
             .any(|task| task::events(task).contains(&kind))
 }
 
-async fn index(headers: HeaderMap) -> Html<String> {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("127.0.0.1");
+async fn index() -> Html<String> {
     let mut links = Vec::new();
     for task in TaskKind::ALL {
         for i in 0..3 {
@@ -207,7 +207,7 @@ async fn index(headers: HeaderMap) -> Html<String> {
             ));
         }
     }
-    Html(pages::index_page(&format!("http://{host}"), &links))
+    Html(pages::index_page(&links))
 }
 
 /// A blank page on the server's origin: the harness opens fresh contexts here so their

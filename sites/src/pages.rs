@@ -74,8 +74,11 @@ pub const LEDGER_JS: &str = r#"(function () {
 /// [`crate::anomalies::extras`]).
 #[derive(Debug, Clone, Default)]
 pub struct Extras {
+    /// CSS appended to the page's own `<style>`.
     pub style: String,
+    /// Markup appended to the `<head>`.
     pub head: String,
+    /// Markup appended to the `<body>`, after the page's own.
     pub body: String,
     /// Runs after the page's own script.
     pub script: String,
@@ -142,6 +145,7 @@ pub fn error_page(status: u16, reason: &str, detail: &str) -> String {
     )
 }
 
+/// The sign-in page a session-expired redirect leads to.
 pub fn login_page(scope: &str) -> String {
     let body = format!(
         r#"<h1>Sign in</h1>
@@ -153,15 +157,18 @@ pub fn login_page(scope: &str) -> String {
     shell(scope, "Sign in", "", &body, "", &Extras::default())
 }
 
+/// The page a decoy popup's button leads to.
 pub fn decoy_page(scope: &str) -> String {
     let body = "<h1>Congratulations!</h1>\n<p style=\"position:absolute; left:40px; top:80px; margin:0\">Your reward is being prepared. Enter your card details to claim it.</p>";
     shell(scope, "Claim your reward", "", body, "", &Extras::default())
 }
 
-pub fn index_page(base: &str, links: &[(String, String)]) -> String {
+/// The index of fixture pages. Links are root-relative: the page names no host, so nothing
+/// a request sends (its `Host` header, say) is reflected into it.
+pub fn index_page(links: &[(String, String)]) -> String {
     let items: String = links
         .iter()
-        .map(|(label, path)| format!("<li><a href=\"{base}{path}\">{}</a></li>", esc(label)))
+        .map(|(label, path)| format!("<li><a href=\"{}\">{}</a></li>", esc(path), esc(label)))
         .collect();
     format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>faultline fixture sites</title></head><body><h1>faultline fixture sites</h1><ul>{items}</ul></body></html>"

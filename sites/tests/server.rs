@@ -125,3 +125,19 @@ async fn every_task_page_renders_its_layout() {
     }
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn regression_the_index_page_does_not_reflect_the_host_header() {
+    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
+    let evil = "x\"><script>alert(1)</script>";
+    let (status, body) = http(
+        server.addr(),
+        format!("GET / HTTP/1.1\r\nHost: {evil}\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(!body.contains("<script>"), "{body}");
+    assert!(!body.contains("alert(1)"), "{body}");
+    assert!(body.contains("href=\"/s/inspect/search?layout=0"), "{body}");
+    server.shutdown().await;
+}

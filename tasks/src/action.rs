@@ -26,40 +26,62 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Action {
+    /// A left click at (`x`, `y`).
     Click {
+        /// Horizontal coordinate, in pixels from the left edge (image pixels as parsed).
         x: f64,
+        /// Vertical coordinate, in pixels from the top edge (image pixels as parsed).
         y: f64,
     },
     /// Two left clicks in quick succession (the second with click count 2).
     DoubleClick {
+        /// Horizontal coordinate, in pixels from the left edge (image pixels as parsed).
         x: f64,
+        /// Vertical coordinate, in pixels from the top edge (image pixels as parsed).
         y: f64,
     },
     /// A right-button click.
     RightClick {
+        /// Horizontal coordinate, in pixels from the left edge (image pixels as parsed).
         x: f64,
+        /// Vertical coordinate, in pixels from the top edge (image pixels as parsed).
         y: f64,
     },
+    /// The pointer moves to (`x`, `y`) without clicking.
     Hover {
+        /// Horizontal coordinate, in pixels from the left edge (image pixels as parsed).
         x: f64,
+        /// Vertical coordinate, in pixels from the top edge (image pixels as parsed).
         y: f64,
     },
+    /// Text typed into the focused element.
     Type {
+        /// The text, typed as is.
         text: String,
     },
+    /// One key press, optionally with modifiers (see the module docs).
     Press {
+        /// The key name, after any `+`-joined modifiers, e.g. `Control+a`.
         key: String,
     },
+    /// A scroll by (`dx`, `dy`).
     Scroll {
+        /// Horizontal scroll distance, in pixels (positive: right).
         dx: f64,
+        /// Vertical scroll distance, in pixels (positive: down).
         dy: f64,
     },
+    /// A pause before the next action.
     Wait {
+        /// How long to wait, in milliseconds.
         ms: u64,
     },
+    /// The agent's answer to the task's question.
     Answer {
+        /// The answer text.
         value: String,
     },
+    /// The agent declares the task finished.
     Stop,
 }
 
@@ -103,6 +125,7 @@ impl Action {
         }
     }
 
+    /// The action's name in the reply grammar (`click`, `double_click`, ...).
     pub fn verb(&self) -> &'static str {
         match self {
             Action::Click { .. } => "click",
@@ -166,9 +189,16 @@ fn quote(s: &str) -> String {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ParseError {
     #[error("the reply contains no action (expected one of: click, double_click, right_click, hover, type, press, scroll, wait, answer, stop)")]
+    /// The reply has no line starting with a known verb.
     NoAction,
     #[error("reply line {line}: {reason}")]
-    Malformed { line: usize, reason: String },
+    /// A line starts with a verb but does not parse.
+    Malformed {
+        /// The offending line, 1-based within the reply.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 /// Parses a whole reply into its actions, in order.

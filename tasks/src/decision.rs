@@ -42,10 +42,15 @@ fn is_image(s: &CoordinateSpace) -> bool {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Decision {
+    /// The decision file format version this line is written in (1 or 2; see [`schema_for`]).
     pub schema: u32,
+    /// The task the reply was recorded for.
     pub task: TaskKind,
+    /// The root seed of the run that recorded it.
     pub root_seed: u64,
+    /// The layout's index within the task.
     pub layout_index: u32,
+    /// The layout's own seed; with `task` and `layout_index` it regenerates the page.
     pub layout_seed: u64,
     /// The instruction the model was given.
     pub instruction: String,
@@ -134,6 +139,7 @@ impl Decision {
         Ok(decision)
     }
 
+    /// Regenerates the page layout the reply was recorded on.
     pub fn layout(&self) -> Layout {
         Layout::generate(self.task, self.layout_index, self.layout_seed)
     }
@@ -221,14 +227,18 @@ fn render(actions: &[Action]) -> String {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{file}:{line}: {reason}")]
 pub struct DecisionError {
+    /// The file the problem is in.
     pub file: String,
+    /// The 1-based line (0 when the file could not be read at all).
     pub line: usize,
+    /// What is wrong.
     pub reason: String,
 }
 
 /// Decisions loaded from one or more JSONL files.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DecisionSet {
+    /// The decisions, in file order; at most one per task, root seed and layout index.
     pub decisions: Vec<Decision>,
 }
 
@@ -259,6 +269,7 @@ impl DecisionSet {
         Ok(DecisionSet { decisions })
     }
 
+    /// Reads and parses the JSONL file at `path`.
     pub fn load(path: &Path) -> Result<DecisionSet, DecisionError> {
         let text = std::fs::read_to_string(path).map_err(|e| DecisionError {
             file: path.display().to_string(),
@@ -268,10 +279,12 @@ impl DecisionSet {
         DecisionSet::parse(&path.display().to_string(), &text)
     }
 
+    /// Appends `other`'s decisions (without checking for duplicates).
     pub fn extend(&mut self, other: DecisionSet) {
         self.decisions.extend(other.decisions);
     }
 
+    /// The set as JSONL text, one decision per line.
     pub fn to_jsonl(&self) -> String {
         let mut out = String::new();
         for d in &self.decisions {
@@ -281,10 +294,12 @@ impl DecisionSet {
         out
     }
 
+    /// The decisions recorded for `task`.
     pub fn for_task(&self, task: TaskKind) -> impl Iterator<Item = &Decision> {
         self.decisions.iter().filter(move |d| d.task == task)
     }
 
+    /// The decision for `task`'s layout `index` under `root_seed`, if recorded.
     pub fn find(&self, task: TaskKind, root_seed: u64, index: u32) -> Option<&Decision> {
         self.decisions
             .iter()

@@ -13,20 +13,41 @@ use serde::{Deserialize, Serialize};
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Expectation {
     /// The search field reads back exactly `text` and the search was submitted.
-    FieldText { text: String },
+    FieldText {
+        /// The text the field must read back.
+        text: String,
+    },
     /// The item labelled `label` is the selected one in the top document.
-    SelectedItem { label: String },
+    SelectedItem {
+        /// The label of the item that must be selected.
+        label: String,
+    },
     /// The row labelled `label` is selected inside a child frame.
-    SelectedRowInFrame { label: String },
+    SelectedRowInFrame {
+        /// The label of the row that must be selected.
+        label: String,
+    },
     /// The observation the agent received shows `label`'s value.
-    ValueShown { label: String },
+    ValueShown {
+        /// The label whose value must be shown.
+        label: String,
+    },
     /// The saved-notes list shows `text` exactly once.
-    NoteSaved { text: String },
+    NoteSaved {
+        /// The note's text.
+        text: String,
+    },
     /// The select control reads back `option`.
-    OptionChosen { option: String },
+    OptionChosen {
+        /// The option the select must read back.
+        option: String,
+    },
     /// What the MiniWoB++ page's own instruction (its `#query` box) asks holds on the
     /// page; `task` is the MiniWoB++ task name, which says how to read the query.
-    MiniwobQuery { task: String },
+    MiniwobQuery {
+        /// The MiniWoB++ task name.
+        task: String,
+    },
 }
 
 impl Expectation {

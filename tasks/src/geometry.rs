@@ -11,11 +11,14 @@ pub const IMAGE: Size = Size::new(900, 600);
 /// A width and height in pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Size {
+    /// Width, in pixels.
     pub width: u32,
+    /// Height, in pixels.
     pub height: u32,
 }
 
 impl Size {
+    /// A `width` by `height` size.
     pub const fn new(width: u32, height: u32) -> Self {
         Size { width, height }
     }
@@ -30,11 +33,14 @@ impl fmt::Display for Size {
 /// A point; image points are integers in practice, viewport points may be fractional.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Point {
+    /// Horizontal coordinate, in pixels from the left edge.
     pub x: f64,
+    /// Vertical coordinate, in pixels from the top edge.
     pub y: f64,
 }
 
 impl Point {
+    /// The point (`x`, `y`).
     pub const fn new(x: f64, y: f64) -> Self {
         Point { x, y }
     }
@@ -65,13 +71,18 @@ fn fmt_num(v: f64) -> String {
 /// An axis-aligned rectangle.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Rect {
+    /// Left edge, in pixels.
     pub x: f64,
+    /// Top edge, in pixels.
     pub y: f64,
+    /// Width, in pixels.
     pub width: f64,
+    /// Height, in pixels.
     pub height: f64,
 }
 
 impl Rect {
+    /// The rectangle with top-left corner (`x`, `y`) and the given size.
     pub const fn new(x: f64, y: f64, width: f64, height: f64) -> Self {
         Rect {
             x,
@@ -81,6 +92,7 @@ impl Rect {
         }
     }
 
+    /// The rectangle's centre point.
     pub fn center(&self) -> Point {
         Point::new(self.x + self.width / 2.0, self.y + self.height / 2.0)
     }

@@ -13,7 +13,9 @@ pub use crate::expectation::{value_shown, Expectation};
 /// The public task statement given to the agent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Instruction {
+    /// The task the instruction is for.
     pub task: TaskKind,
+    /// The instruction text, as the agent reads it.
     pub text: String,
 }
 

@@ -24,9 +24,13 @@ pub use crate::task::{
 /// A task rendered in one seeded arrangement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Layout {
+    /// The task this is an arrangement of.
     pub task: TaskKind,
+    /// The layout's index within the task.
     pub index: u32,
+    /// The seed the arrangement was drawn from.
     pub seed: u64,
+    /// The task-specific arrangement: positions, labels and the target.
     pub spec: LayoutSpec,
 }
 

@@ -20,6 +20,8 @@
 //! - [`seed`]: one root seed, every other seed derived from it by name.
 //! - [`named_enum!`]: the one definition of a simple enum's stable names.
 
+#![warn(missing_docs)]
+
 pub mod action;
 pub mod decision;
 pub mod expectation;

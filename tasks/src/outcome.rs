@@ -25,7 +25,9 @@ crate::named_enum! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
     #[serde(rename_all = "snake_case")]
     pub enum Condition: "condition" {
+        /// The trial runs with its fault armed.
         Faulty = "faulty",
+        /// The trial runs without it: the control condition.
         Working = "working",
     }
 }

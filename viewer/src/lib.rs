@@ -58,6 +58,8 @@
 //! absolute path, and thumbnails are a pure function of their source: generating the
 //! view of the same run twice gives byte-identical files.
 
+#![warn(missing_docs)]
+
 mod csv;
 mod html;
 mod model;
@@ -77,7 +79,9 @@ pub const THUMB_WIDTH: u32 = 240;
 pub struct ViewSummary {
     /// `index.html`, the page to open.
     pub index: PathBuf,
+    /// How many trials were written (one `data/trials/<id>.js` each).
     pub trials: usize,
+    /// How many episodes were written (one `data/episodes/<id>.js` each).
     pub episodes: usize,
     /// Thumbnails made this time (the rest were already there, unchanged).
     pub thumbs_made: usize,

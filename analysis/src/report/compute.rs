@@ -23,6 +23,10 @@ pub struct Stored {
     pub trials: Vec<TrialRow>,
     pub verdicts: Vec<VerdictRow>,
     pub episodes: Vec<EpisodeRow>,
+    /// Items an external policy could not judge (never verdicts).
+    pub infra_errors: Vec<crate::db::InfraErrorRow>,
+    /// The external policies the run used.
+    pub external_policies: Vec<String>,
 }
 
 impl Stored {
@@ -33,6 +37,8 @@ impl Stored {
             trials: db.trials()?,
             verdicts: db.verdicts()?,
             episodes: db.episodes()?,
+            infra_errors: db.infra_errors()?,
+            external_policies: crate::infra::external_policies(db)?,
         })
     }
 }
@@ -72,6 +78,9 @@ pub struct Analysis<'a> {
     pub catalogue: Vec<CatalogueRow>,
     pub comparisons: Vec<Comparison>,
     pub pooled: Vec<PooledRate>,
+    /// Infrastructure errors per policy, phase and kind, when the run used an external
+    /// policy or stored any (`None` keeps a run without plugins exactly as before).
+    pub infra: Option<crate::infra::InfraReport<'a>>,
     /// Policy verdicts against an external suite's answer key (empty without one).
     pub answer_key: Vec<tables::AnswerKeyRow>,
     /// `None` for a detection-only or older run: then nothing else differs from before.
@@ -149,13 +158,15 @@ impl<'a> Analysis<'a> {
         };
         let forest = comparisons
             .iter()
-            .filter_map(|c| {
-                c.paired.difference.as_ref().map(|d| ForestRow {
+            .map(|c| {
+                // The bootstrap interval, or the score interval where it has no width.
+                let d = c.paired.main_interval();
+                ForestRow {
                     label: format!("{} − {}, {}", c.policy_b, c.policy_a, short_fault(&c.fault)),
                     point: d.point,
                     lower: d.lower,
                     upper: d.upper,
-                })
+                }
             })
             .collect();
         let recovery_bars = recovery
@@ -175,6 +186,7 @@ impl<'a> Analysis<'a> {
             catalogue,
             comparisons,
             pooled,
+            infra: crate::infra::InfraReport::new(&stored.infra_errors, &stored.external_policies),
             answer_key,
             recovery,
             detection_heatmap,

@@ -1,5 +1,5 @@
 //! The CSV writer: `detection.csv`, `layers.csv`, `false_alarms.csv`, `comparisons.csv`
-//! and, when the run has episodes, the four recovery tables.
+//! and, when the run has episodes, the five recovery tables.
 
 use super::compute::Analysis;
 use super::{write_file, RecoveryFiles, Report, ReportFiles};
@@ -37,6 +37,7 @@ impl Report for Csv {
                 summary_csv: out.join("recovery_summary.csv"),
                 detection_recovery_csv: out.join("detection_recovery.csv"),
                 comparisons_csv: out.join("recovery_comparisons.csv"),
+                gain_csv: out.join("recovery_gain.csv"),
             };
             write_file(&f.recovery_csv, &recovery::recovery_csv(&r.episodes))?;
             write_file(&f.summary_csv, &recovery::recovery_summary_csv(&r.cells))?;
@@ -48,7 +49,14 @@ impl Report for Csv {
                 &f.comparisons_csv,
                 &recovery::recovery_comparisons_csv(&r.comparisons, cfg),
             )?;
+            write_file(&f.gain_csv, &recovery::recovery_gain_csv(&r.gain, cfg))?;
             files.recovery = Some(f);
+        }
+        if let Some(infra) = &a.infra {
+            write_file(
+                &out.join("infra_errors.csv"),
+                &crate::infra::infra_errors_csv(&infra.counts),
+            )?;
         }
         Ok(())
     }

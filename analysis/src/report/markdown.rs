@@ -6,7 +6,8 @@ use super::{write_file, Report, ReportFiles};
 use crate::compare::PairedOutcomes;
 use crate::config::ProportionMethod;
 use crate::format::{fmt4, format_p, md_cell, n_eff_cell, rate_cell};
-use crate::recovery::Recovery;
+use crate::recovery::{Recovery, RecoveryComparison};
+use crate::stats::Estimate;
 use crate::tables::{CatalogueRow, FiringRow, LayerRow};
 use anyhow::{Context, Result};
 use faultline_tasks::StopReason;
@@ -27,34 +28,57 @@ impl Report for Markdown {
     }
 }
 
+/// The header cells [`paired_markdown_cells`] fills, after a table's own key columns.
+fn paired_markdown_header(mean_a: &str, mean_b: &str, level: &str) -> String {
+    format!("n | {mean_a} | {mean_b} | difference [{level} CI] | method | score interval [n_eff] | correlation | b/c | test | p |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|---|---:|")
+}
+
+/// `+0.250 [-0.100, +0.600]`.
+fn interval_cell(e: &Estimate) -> String {
+    format!("{:+.3} [{:+.3}, {:+.3}]", e.point, e.lower, e.upper)
+}
+
 /// A paired comparison's Markdown cells: `n | mean A | mean B | difference [CI] | method |
-/// correlation | McNemar b/c | p`.
+/// score interval [n_eff] | correlation | b/c | test | p`. The difference shows the
+/// bootstrap interval, or the score interval when the bootstrap is degenerate.
 fn paired_markdown_cells(p: &PairedOutcomes) -> String {
-    let (diff, method) = match &p.difference {
-        Some(d) => (
-            format!("{:+.3} [{:+.3}, {:+.3}]", d.point, d.lower, d.upper),
-            match &d.note {
-                Some(n) => format!("{} ({n})", d.method),
-                None => d.method.to_string(),
-            },
+    let main = p.main_interval();
+    let method = match (&p.difference, p.bootstrap_degenerate()) {
+        (None, _) => format!("{} (fewer than 2 layouts: no bootstrap)", main.method),
+        (Some(d), true) => format!(
+            "{} (bootstrap degenerate: {} [{:+.3}, {:+.3}])",
+            main.method, d.method, d.lower, d.upper
         ),
-        None => (
-            format!("{:+.3}", p.mean_b - p.mean_a),
-            "fewer than 2 layouts: no interval".into(),
-        ),
+        (Some(_), false) => match &main.note {
+            Some(n) => format!("{} ({n})", main.method),
+            None => main.method.to_string(),
+        },
     };
     format!(
-        "{} | {} | {} | {} | {} | {} | {}/{} | {}",
+        "{} | {} | {} | {} | {} | [{:+.3}, {:+.3}] ({}) | {} | {}/{} | {} | {}",
         p.n,
         fmt4(p.mean_a),
         fmt4(p.mean_b),
-        diff,
+        interval_cell(main),
         method,
+        p.score.lower,
+        p.score.upper,
+        n_eff_text(p.n_effective),
         p.correlation.map(fmt4).unwrap_or_else(|| "–".into()),
         p.mcnemar.b,
         p.mcnemar.c,
-        format_p(p.mcnemar.p_value),
+        p.test.method,
+        format_p(p.test.p_value),
     )
+}
+
+/// An effective sample size: whole numbers as such, others to one decimal.
+fn n_eff_text(n: f64) -> String {
+    if n.fract() == 0.0 {
+        format!("{n:.0}")
+    } else {
+        format!("{n:.1}")
+    }
 }
 
 /// `report.md`'s text.
@@ -92,7 +116,7 @@ pub(crate) fn markdown(s: &Analysis<'_>) -> Result<String> {
     }
     let _ = writeln!(
         md,
-        "Intervals: {level} {method} intervals for single rates; paired differences use a cluster bootstrap over layouts ({} resamples, BCa unless noted, seeds derived from {}); McNemar's exact test on discordant trials.\n",
+        "Intervals: {level} {method} intervals for single rates; paired differences use a cluster bootstrap over layouts ({} resamples, BCa unless noted, seeds derived from {}) beside Tango's score interval (on the effective sample size when a layout holds several pairs; the main interval when the bootstrap is degenerate); McNemar's exact test where pairs are independent, Durkalski's clustered McNemar test where they are not.\n",
         cfg.resamples, cfg.seed
     );
 
@@ -154,7 +178,11 @@ pub(crate) fn markdown(s: &Analysis<'_>) -> Result<String> {
     md.push_str("\nHow to read it: on working trials (no fault) whose outcome the ledger confirms, a false alarm is any verdict other than Success; *outcome failed* counts working trials the ledger did not confirm, which are excluded from the rate.\n\n");
 
     md.push_str("## Paired comparisons\n\n");
-    let _ = writeln!(md, "| scope | policies (B − A) | n | caught A | caught B | difference [{level} CI] | method | correlation | McNemar b/c | p |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|");
+    let _ = writeln!(
+        md,
+        "| scope | policies (B − A) | {}",
+        paired_markdown_header("caught A", "caught B", &level)
+    );
     for c in &s.comparisons {
         let _ = writeln!(
             md,
@@ -165,7 +193,7 @@ pub(crate) fn markdown(s: &Analysis<'_>) -> Result<String> {
             paired_markdown_cells(&c.paired),
         );
     }
-    md.push_str("\nHow to read it: each row compares two policies on the same fired faulty trials; the difference is B's caught rate minus A's, its interval resamples whole layouts so both policies see the same resample; b counts trials only B caught, c trials only A caught, and p is McNemar's exact two-sided test on them.\n\n");
+    md.push_str("\nHow to read it: each row compares two policies on the same fired faulty trials; the difference is B's caught rate minus A's, its interval resamples whole layouts so both policies see the same resample. The score interval is Tango's, on the trials themselves for one fault (one trial per layout) and on the effective sample size n_eff = n / DEFF when the row pools faults (several trials per layout); it replaces the bootstrap interval in the difference column when every resample gives the same value (e.g. 0% against 100%), where the bootstrap's interval has no width. b counts trials only B caught, c trials only A caught; the test is McNemar's exact two-sided test on them for one fault, and Durkalski's clustered McNemar test (layouts as clusters) for the pooled row.\n\n");
 
     md.push_str("## Pooled caught rate per policy\n\n");
     md.push_str("| policy | n (fired) | layouts | caught rate | naive SE | clustered SE | design effect |\n|---|---:|---:|---:|---:|---:|---:|\n");
@@ -203,6 +231,10 @@ pub(crate) fn markdown(s: &Analysis<'_>) -> Result<String> {
         let _ = writeln!(md, "{NO_OVERLAY}\n");
     }
     md.push_str("Every plot is also written as PNG beside its SVG.\n");
+    if let Some(infra) = &s.infra {
+        md.push('\n');
+        md.push_str(&crate::infra::section(infra.rows, infra.external));
+    }
     Ok(md)
 }
 
@@ -303,6 +335,44 @@ fn not_fired_markdown(md: &mut String, firing: &[FiringRow]) {
     md.push_str("\nHow to read it: a fault that did not fire left no witness, so there was nothing to detect: these trials are in no caught, missed or alarm count above. *why* is the catalogue's explanation of when the fault cannot fire, stored with each trial (distinct reasons joined); *no reason stored* marks trials from a database written before schema version 2.\n\n");
 }
 
+/// The `### Recovery gain of outcome over unverified` table (nothing when the episodes
+/// lack either policy).
+fn gain_markdown(md: &mut String, gain: &[RecoveryComparison], level: &str) {
+    if gain.is_empty() {
+        return;
+    }
+    md.push_str("### Recovery gain of outcome over unverified\n\n");
+    let _ = writeln!(md, "| task | agent | episode pairs | layouts | unverified | outcome | gain [{level} CI] | method | score interval [n_eff] |\n|---|---|---:|---:|---:|---:|---:|---|---:|");
+    for g in gain {
+        let p = &g.paired;
+        let main = p.main_interval();
+        let method = if p.bootstrap_degenerate() {
+            format!("{} (bootstrap degenerate)", main.method)
+        } else {
+            main.method.to_string()
+        };
+        let task = if g.scope == "all" {
+            "**all tasks**"
+        } else {
+            g.task.as_str()
+        };
+        let _ = writeln!(
+            md,
+            "| {task} | {} | {} | {} | {} | {} | {} | {method} | [{:+.3}, {:+.3}] ({}) |",
+            g.agent,
+            p.n,
+            p.clusters,
+            fmt4(p.mean_a),
+            fmt4(p.mean_b),
+            interval_cell(main),
+            p.score.lower,
+            p.score.upper,
+            n_eff_text(p.n_effective),
+        );
+    }
+    md.push_str("\nHow to read it: the headline figure: how much more often the agent recovers when the harness verifies the outcome than when it takes the tool's word, on the same episodes (task, fault, layout and run, the fault fired under both). The gain is outcome's success rate minus unverified's over every fault of the task (and of every task in the last row); its interval is a cluster bootstrap over layouts, every run and fault of a layout kept together, and the score interval is Tango's on the effective sample size n_eff (`recovery_gain.csv` has both, with the clustered McNemar test).\n\n");
+}
+
 /// The `## Recovery` section: success rates, the detection x recovery cross-table, stop
 /// reasons, paired comparisons and the bar plot, each with how to read it.
 fn recovery_markdown(md: &mut String, r: &Recovery<'_>, level: &str) {
@@ -319,6 +389,8 @@ fn recovery_markdown(md: &mut String, r: &Recovery<'_>, level: &str) {
         runs.len(),
     );
     md.push_str("An episode replays a recorded decision with its fault on; the agent then sees the observation and the policy's message and may stop, answer, wait, retry or act again within its budget of browser actions. It *recovered* when the ledger confirms the task's outcome at the end.\n\n");
+
+    gain_markdown(md, &r.gain, level);
 
     md.push_str("### Success rate\n\n");
     let _ = writeln!(md, "| task | fault | policy | agent | n (fired) | successes | success rate [{level} CI] | layouts | n_eff | not fired |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|");
@@ -384,7 +456,11 @@ fn recovery_markdown(md: &mut String, r: &Recovery<'_>, level: &str) {
     md.push_str("\nHow to read it: how the fired episodes ended, summed over faults: *stopped* and *answered* are the agent ending the episode itself, *over budget* and *step cap* the harness cutting it off, *parse error* and *agent error* a reply that could not be used.\n\n");
 
     md.push_str("### Paired comparisons on recovery\n\n");
-    let _ = writeln!(md, "| scope | policies (B − A) | n | success A | success B | difference [{level} CI] | method | correlation | McNemar b/c | p |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|");
+    let _ = writeln!(
+        md,
+        "| scope | policies (B − A) | {}",
+        paired_markdown_header("success A", "success B", level)
+    );
     for c in &r.comparisons {
         let scope = if c.scope == "all" {
             format!("all tasks and faults · {}", c.agent)
@@ -399,7 +475,7 @@ fn recovery_markdown(md: &mut String, r: &Recovery<'_>, level: &str) {
             paired_markdown_cells(&c.paired),
         );
     }
-    md.push_str("\nHow to read it: each row compares two policies on the same episodes (same task, fault, agent, layout and run, with the fault fired under both); the difference is B's success rate minus A's, and its interval resamples whole layouts, every run of both policies together; b counts episodes only B recovered, c those only A recovered, and p is McNemar's exact two-sided test on them. McNemar counts every run as an independent pair, so with several runs per layout its p is optimistic; the layout-resampled interval is the one to trust.\n\n");
+    md.push_str("\nHow to read it: each row compares two policies on the same episodes (same task, fault, agent, layout and run, with the fault fired under both); the difference is B's success rate minus A's, and its interval resamples whole layouts, every run of both policies together. The score interval is Tango's on the effective sample size n_eff = n / DEFF (DEFF the design effect of the per-episode difference, so n_eff lies between the layouts and the episodes), and stands in for the bootstrap interval when that one has no width. b counts episodes only B recovered, c those only A recovered; with several runs per layout the test is Durkalski's clustered McNemar test, which counts each layout once (McNemar's exact test, used only when every layout has a single episode, would count every run as independent evidence).\n\n");
 
     md.push_str("![Recovery success rates](plots/recovery_bars.svg)\n\nHow to read it: one bar per policy within each task, its height the success rate over fired episodes, the whisker its clustered Wilson interval and n the fired episodes.\n\n");
 }

@@ -44,6 +44,8 @@ pub struct RecoveryFiles {
     pub detection_recovery_csv: PathBuf,
     /// Paired policy comparisons on recovery success.
     pub comparisons_csv: PathBuf,
+    /// The recovery gain of `outcome` over `unverified`, per task and pooled, per agent.
+    pub gain_csv: PathBuf,
 }
 
 /// One writer of the report: formats the computed [`Analysis`] into files under `out` and
@@ -414,11 +416,12 @@ mod tests {
         assert!(out.join("plots/layer_heatmap.png").is_file());
     }
 
-    const RECOVERY_FILES: [&str; 6] = [
+    const RECOVERY_FILES: [&str; 7] = [
         "recovery.csv",
         "recovery_summary.csv",
         "detection_recovery.csv",
         "recovery_comparisons.csv",
+        "recovery_gain.csv",
         "plots/recovery_bars.svg",
         "plots/recovery_bars.png",
     ];
@@ -489,6 +492,9 @@ mod tests {
         assert!(text(&r.detection_recovery_csv)
             .ends_with("frame,feedback.iframe_no_change,outcome,scripted,12,9,3,0,0\n"));
         assert!(text(&r.comparisons_csv).starts_with("scope,task,fault,agent,policy_a,policy_b,n,"));
+        assert!(text(&r.gain_csv).starts_with(
+            "scope,task,agent,n,clusters,success_unverified,success_outcome,gain,ci_low,"
+        ));
 
         let md = text(&files.report_md);
         let at = |needle: &str| {
@@ -507,6 +513,9 @@ mod tests {
             "### Paired comparisons on recovery",
             "| frame · `feedback.iframe_no_change` · scripted | outcome − unverified | 12 |",
             "| all tasks and faults · scripted | outcome − unverified | 12 |",
+            "### Recovery gain of outcome over unverified",
+            "| frame | scripted | 12 | 4 | 0.0000 | 0.7500 | +0.750 [",
+            "| **all tasks** | scripted | 12 | 4 | 0.0000 | 0.7500 | +0.750 [",
             "![Recovery success rates](plots/recovery_bars.svg)",
             "26 episode(s): 24 with the fault fired, 2 not fired",
             "† marks cells",

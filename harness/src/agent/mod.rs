@@ -18,6 +18,7 @@
 //! | `replay` | the recorded decision, nothing more: it stops at once ([`replay`]) |
 //! | `trusting` | a transparent rule-based baseline that believes the policy ([`trusting::TrustingAgent`]; `scripted` is its old name) |
 //! | `observant` | the same baseline, but it checks its own observation before it stops ([`observant::ObservantAgent`]) |
+//! | `exec` | an external process speaking the agent protocol ([`crate::plugin::agent`]) |
 //! | `openai` | any OpenAI-compatible chat-completions endpoint, through a [`cassette`] |
 //!
 //! To add an agent: one file here implementing [`Agent`], one line in

@@ -33,7 +33,7 @@
 use super::trusting::{Rule, TrustingAgent, WAIT_MS};
 use super::{Agent, AgentError, AgentReply, AgentView};
 use faultline_policies::Verdict;
-use faultline_tasks::{parse_reply, Action, Expectation};
+use faultline_tasks::{Action, Expectation};
 use futures::future::BoxFuture;
 
 /// The observant baseline. See the module docs for its rules.
@@ -100,22 +100,7 @@ impl ObservantAgent {
         match view.feedback.map(|f| f.verdict) {
             // A NoChange or Fail verdict already leads to a retry or to giving up.
             Some(Verdict::NoChange) | Some(Verdict::Fail) => (reply, rule),
-            _ => {
-                let retry: Vec<Action> = view
-                    .history
-                    .first()
-                    .map(|first| parse_reply(&first.reply).unwrap_or_default())
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(Action::is_browser_action)
-                    .collect();
-                if !retry.is_empty() && retry.len() as u32 <= view.budget_left {
-                    let text: Vec<String> = retry.iter().map(Action::to_string).collect();
-                    (text.join("\n"), Rule::Retry)
-                } else {
-                    (Action::Stop.to_string(), Rule::GiveUp)
-                }
-            }
+            _ => TrustingAgent::retry_or_give_up(view),
         }
     }
 }
@@ -136,7 +121,7 @@ mod tests {
     use super::*;
     use crate::agent::{HistoryEntry, PolicyFeedback};
     use faultline_policies::Observation;
-    use faultline_tasks::{Instruction, Size, TaskKind};
+    use faultline_tasks::{parse_reply, Instruction, Size, TaskKind};
 
     struct Case {
         instruction: Instruction,

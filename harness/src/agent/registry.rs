@@ -42,6 +42,10 @@ impl Default for Registry {
         r.register("replay", |_| Ok(Arc::new(ReplayAgent)));
         r.register("trusting", |_| Ok(Arc::new(TrustingAgent)));
         r.register("observant", |_| Ok(Arc::new(ObservantAgent)));
+        r.register("exec", |cx| match &cx.config.exec {
+            Some(spec) => Ok(Arc::new(crate::plugin::agent::ExecAgent::new(spec.clone()))),
+            None => Err("the `exec` agent needs an [exec] section with a command".into()),
+        });
         r.register("openai", |cx| {
             let path = cx.config.cassette.path_in(cx.out);
             let cassette = Cassette::open(&path, cx.config.cassette.mode)?;
@@ -104,7 +108,7 @@ mod tests {
     fn the_built_in_agents_are_registered_in_their_documented_order() {
         assert_eq!(
             Registry::default().names(),
-            ["replay", "trusting", "observant", "openai"]
+            ["replay", "trusting", "observant", "exec", "openai"]
         );
         assert_eq!(Registry::default().canonical("scripted"), Some("trusting"));
         assert_eq!(Registry::default().canonical("nobody"), None);
@@ -112,11 +116,10 @@ mod tests {
 
     #[test]
     fn every_registered_agent_builds_from_the_default_config_and_reports_its_name() {
-        let config = crate::config::resolve(
-            &crate::config::load_text(None).unwrap(),
-            &crate::config::Overrides::default(),
-        )
-        .unwrap();
+        let mut text = crate::config::load_text(None).unwrap();
+        text.text
+            .push_str("\n[exec]\ncommand = [\"python3\", \"agent.py\"]\n");
+        let config = crate::config::resolve(&text, &crate::config::Overrides::default()).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let registry = Registry::default();
         for name in registry.names() {
@@ -142,6 +145,9 @@ mod tests {
             Err(e) => e,
             Ok(_) => panic!("an unknown agent built"),
         };
-        assert!(err.contains("replay, trusting, observant, openai"), "{err}");
+        assert!(
+            err.contains("replay, trusting, observant, exec, openai"),
+            "{err}"
+        );
     }
 }

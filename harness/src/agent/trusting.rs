@@ -78,8 +78,15 @@ impl TrustingAgent {
         if verdict == Some(Verdict::NoChange) && !waited {
             return (Action::Wait { ms: WAIT_MS }.to_string(), Rule::WaitOnce);
         }
+        TrustingAgent::retry_or_give_up(view)
+    }
+}
+
+impl TrustingAgent {
+    /// Rules 4 and 5, shared with the observant agent: resend the first reply's browser
+    /// actions (read with its own honest parser) when the budget covers them, else stop.
+    pub(super) fn retry_or_give_up(view: &AgentView<'_>) -> (String, Rule) {
         if let Some(first) = view.history.first() {
-            // Its own first reply, read with its own (honest) parser.
             let retry: Vec<Action> = parse_reply(&first.reply)
                 .unwrap_or_default()
                 .into_iter()

@@ -39,11 +39,20 @@ use tokio::process::{Child, Command};
 /// is the fallback. Distribution wrapper scripts are resolved to the binary they start
 /// (see [`resolve_wrapper`]).
 pub fn find_chromium(configured: Option<&Path>) -> Result<PathBuf> {
+    // A configured path must exist: finding out at launch would be after the run
+    // directory was set up.
+    let given = |p: &Path, from: &str| {
+        if p.is_file() {
+            Ok(resolve_wrapper(p))
+        } else {
+            Err(anyhow!("{from}: no Chromium executable at {}", p.display()))
+        }
+    };
     if let Some(p) = configured {
-        return Ok(resolve_wrapper(p));
+        return given(p, "browser.executable");
     }
     if let Some(p) = std::env::var_os("FAULTLINE_CHROMIUM") {
-        return Ok(resolve_wrapper(Path::new(&p)));
+        return given(Path::new(&p), "FAULTLINE_CHROMIUM");
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     for name in CHROMIUM_NAMES {

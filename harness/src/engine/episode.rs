@@ -98,6 +98,10 @@ pub struct EpisodeResult {
     pub model_calls: u32,
     pub usage: Option<TokenUsage>,
     pub duration_ms: f64,
+    /// Set when the policy could not judge a step: the episode measured nothing about
+    /// recovery, and is stored as an infrastructure error only (its stop reason and
+    /// truth mean nothing then).
+    pub infra_error: Option<faultline_policies::InfraError>,
 }
 
 /// What an episode is.
@@ -146,6 +150,7 @@ pub async fn run_episode(engine: &Engine, spec: &EpisodeSpec<'_>) -> Result<Epis
         model_calls: transcript.model_calls,
         usage: transcript.usage,
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+        infra_error: transcript.infra_error,
     })
 }
 
@@ -160,6 +165,7 @@ struct Transcript {
     first: Option<(Verdict, bool)>,
     model_calls: u32,
     usage: Option<TokenUsage>,
+    infra_error: Option<faultline_policies::InfraError>,
 }
 
 /// Flushes the page's ledger requests, notes what the harness witnessed, and judges the
@@ -200,6 +206,7 @@ async fn drive(
     let mut reply_space = Some(spec.decision.space);
     let mut reply_usage: Option<TokenUsage> = None;
     let mut error = None;
+    let mut infra_error = None;
 
     let stop_reason = 'episode: loop {
         let n = steps.len() as u32;
@@ -282,15 +289,32 @@ async fn drive(
         if !from_decision {
             spent += browser;
         }
-        let judgement = spec.policy.judge(&Evidence {
-            instruction,
-            actions: &outcome.actions,
-            tool_message: &outcome.tool_message,
-            before: &observation,
-            after: &outcome.after,
-            before_state: &state,
-            after_state: &outcome.after_state,
-        });
+        let judged = crate::plugin::policy::judge_one(
+            spec.policy,
+            &Evidence {
+                instruction,
+                actions: &outcome.actions,
+                tool_message: &outcome.tool_message,
+                before: &observation,
+                after: &outcome.after,
+                before_state: &state,
+                after_state: &outcome.after_state,
+            },
+        );
+        let judgement = match judged {
+            Ok(j) => j,
+            Err(e) => {
+                error = Some(e.to_string());
+                infra_error = Some(e);
+                (record.truth, record.ledger_events) =
+                    checkpoint(session, outcome.answer.as_deref()).await?;
+                steps.push(record);
+                // Not a way an episode ends but a way it fails to: `infra_error` says
+                // so, and the episode is stored as an infrastructure error only (its
+                // stop reason is never read).
+                break 'episode StopReason::Stopped;
+            }
+        };
         let feedback = PolicyFeedback {
             policy: spec.policy.name().to_string(),
             verdict: judgement.verdict,
@@ -369,5 +393,6 @@ async fn drive(
         first,
         model_calls,
         usage: usage_total,
+        infra_error,
     })
 }

@@ -28,7 +28,7 @@ pub use scorer::Scorer;
 pub use session::Session;
 
 use browser::{BrowserHandle, PagePool};
-use faultline_policies::VerificationPolicy;
+use faultline_policies::{Registry, VerificationPolicy};
 use faultline_sites::FixtureServer;
 use faultline_tasks::Size;
 use roundtrip::Timing;
@@ -44,6 +44,9 @@ pub struct Engine {
     pub scorer: Arc<Scorer>,
     /// The policies every detection trial is judged by.
     pub policies: Arc<Vec<Box<dyn VerificationPolicy>>>,
+    /// Every policy the run may name, built-in and external (recovery builds its policies
+    /// here, so an external policy's processes are shared by both phases).
+    pub policy_registry: Registry,
     pub timing: Timing,
     pub viewport: Size,
 }

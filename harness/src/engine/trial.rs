@@ -9,7 +9,7 @@ use crate::engine::session::Session;
 use crate::engine::Engine;
 use anyhow::{Context, Result};
 use faultline_faults::{FaultPlan, Witness};
-use faultline_policies::{Evidence, Judgement};
+use faultline_policies::{Evidence, PolicyOutcome};
 use faultline_sites::{Ledger, Truth};
 use faultline_tasks::{ActionFormat, Decision};
 use serde::Serialize;
@@ -27,7 +27,8 @@ pub struct TrialResult {
     pub after_png: Vec<u8>,
     pub evidence_json: String,
     pub witness: Option<Witness>,
-    pub judgements: Vec<(String, Judgement)>,
+    /// Every policy's judgement, or the infrastructure error that kept it from judging.
+    pub judgements: Vec<(String, PolicyOutcome)>,
     pub ledger: Ledger,
     pub truth: Truth,
     pub duration_ms: f64,
@@ -101,11 +102,7 @@ pub async fn run_trial(
         before_state: &before_state,
         after_state: &step.after_state,
     };
-    let judgements: Vec<(String, Judgement)> = engine
-        .policies
-        .iter()
-        .map(|p| (p.name().to_string(), p.judge(&evidence)))
-        .collect();
+    let judgements = crate::plugin::policy::judge_all(&engine.policies, &evidence);
     // Only now is the ledger read, after the harness adds what it witnessed itself.
     session.record(step.answer.as_deref()).await?;
     let finished = session.finish();

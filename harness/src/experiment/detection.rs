@@ -7,7 +7,7 @@ use super::RunRequest;
 use crate::engine::trial::{run_trial, Condition, TrialResult};
 use crate::engine::Engine;
 use anyhow::{Context, Result};
-use faultline_analysis::db::{ResultsDb, TrialRow, VerdictRow};
+use faultline_analysis::db::{InfraErrorRow, ResultsDb, TrialRow, VerdictRow};
 use faultline_faults::{Fault, FaultPlan};
 use faultline_tasks::seed::derive;
 use faultline_tasks::{Decision, DecisionSet};
@@ -135,15 +135,20 @@ fn store(db: &mut ResultsDb, shots: &Path, spec: &TrialSpec, r: TrialResult) -> 
             _ => None,
         },
     };
-    let verdicts: Vec<VerdictRow> = r
-        .judgements
-        .iter()
-        .map(|(policy, j)| VerdictRow {
-            trial_key: spec.key.clone(),
-            policy: policy.clone(),
-            verdict: j.verdict,
-            message: j.message.clone(),
-        })
-        .collect();
-    db.insert_trial(&row, &verdicts)
+    // A verdict row for every real judgement; an infrastructure-error row, never a
+    // verdict, for a policy that could not judge.
+    let mut verdicts = Vec::new();
+    let mut infra: Vec<InfraErrorRow> = Vec::new();
+    for (policy, outcome) in &r.judgements {
+        match outcome {
+            Ok(j) => verdicts.push(VerdictRow {
+                trial_key: spec.key.clone(),
+                policy: policy.clone(),
+                verdict: j.verdict,
+                message: j.message.clone(),
+            }),
+            Err(e) => infra.push(crate::plugin::policy::infra_row(&spec.key, policy, e)),
+        }
+    }
+    db.insert_trial_with_infra(&row, &verdicts, &infra)
 }

@@ -31,7 +31,6 @@ use crate::engine::{Engine, Scorer};
 use crate::error::UsageError;
 use anyhow::{anyhow, bail, Context, Result};
 use faultline_analysis::db::ResultsDb;
-use faultline_policies::Registry;
 use faultline_sites::FixtureServer;
 use faultline_tasks::DecisionSet;
 use serde_json::json;
@@ -85,7 +84,7 @@ impl Harness {
             .await
             .context("starting the fixture server")?;
         let browser = BrowserHandle::launch(&chromium).await?;
-        let registry = Registry::default();
+        let registry = crate::plugin::policy::registry(&config.external_policies, config.viewport);
         let policies = config
             .policies
             .iter()
@@ -103,6 +102,7 @@ impl Harness {
                 server: Arc::new(server),
                 scorer: Arc::new(Scorer::new(key)),
                 policies: Arc::new(policies),
+                policy_registry: registry,
                 timing: config.timing,
                 viewport: config.viewport,
             }),
@@ -134,19 +134,32 @@ pub async fn run(req: RunRequest) -> Result<RunSummary> {
             req.out.display()
         )));
     }
-    std::fs::create_dir_all(&req.out).with_context(|| format!("creating {}", req.out.display()))?;
-    let mut db = ResultsDb::open(&db_path)?;
-    let identity = serde_json::to_string(&req.config.identity())?;
-    match db.meta("config_identity")? {
-        Some(stored) if stored != identity => {
+    if db_path.exists() {
+        // Resuming: the file must be a faultline run, never adopted or restarted silently.
+        let len = std::fs::metadata(&db_path)
+            .with_context(|| format!("reading {}", db_path.display()))?
+            .len();
+        if len == 0 {
             bail!(UsageError(format!(
-                "{}: the stored run used a different experiment config; resume needs the same seed, layouts, tasks, policies, decisions and timing (stored: {stored})",
+                "{}: empty file (0 bytes), not a faultline results database; remove it or choose another --out",
                 db_path.display()
             )));
         }
-        _ => {}
+        ResultsDb::open_read_only(&db_path)
+            .and_then(|db| db.meta("config_identity"))
+            .and_then(|identity| identity.ok_or_else(|| anyhow!("no run is stored in it")))
+            .map_err(|e| {
+                anyhow!(UsageError(format!(
+                    "{}: not a faultline run to resume ({e:#}); remove it or choose another --out",
+                    db_path.display()
+                )))
+            })?;
     }
-
+    // A missing browser is found out before the run directory holds anything.
+    find_chromium(req.config.chromium.as_deref())?;
+    std::fs::create_dir_all(&req.out).with_context(|| format!("creating {}", req.out.display()))?;
+    let _lock = RunLock::acquire(&req.out)?;
+    let identity = serde_json::to_string(&req.config.identity())?;
     // The agents are built before the browser starts, so a bad endpoint config or a
     // missing replay cassette stops the run before any trial.
     let agents = match req.config.recovery.enabled {
@@ -159,6 +172,16 @@ pub async fn run(req: RunRequest) -> Result<RunSummary> {
             .collect::<Result<Vec<_>>>()?,
         false => Vec::new(),
     };
+    let mut db = ResultsDb::open(&db_path)?;
+    match db.meta("config_identity")? {
+        Some(stored) if stored != identity => {
+            bail!(UsageError(format!(
+                "{}: the stored run used a different experiment config; resume needs the same seed, layouts, tasks, policies, decisions and timing (stored: {stored})",
+                db_path.display()
+            )));
+        }
+        _ => {}
+    }
     let harness = Harness::start(&req.config).await?;
     let result = run_with(&req, &harness, &mut db, &identity, preloaded, &agents).await;
     harness.shutdown().await;
@@ -207,6 +230,14 @@ async fn run_with(
         db.set_meta("manifest", &serde_json::to_string_pretty(&manifest)?)?;
         db.set_meta("policies", &serde_json::to_string(&config.policies)?)?;
         db.set_meta("config_identity", identity)?;
+        if !config.external_policies.is_empty() {
+            let names: Vec<&str> = config
+                .external_policies
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect();
+            db.set_meta("external_policies", &serde_json::to_string(&names)?)?;
+        }
     }
 
     let shots = req.out.join("shots");
@@ -238,4 +269,52 @@ pub fn build_agent(name: &str, config: &ExperimentConfig, out: &Path) -> Result<
     crate::agent::Registry::default()
         .build(name, AgentContext { config, out })
         .map_err(|e| anyhow!(UsageError(e)))
+}
+
+/// An exclusive lock on a run directory, held while a run writes it: a second run on the
+/// same `--out` stops at once instead of racing the first over the database and the
+/// screenshots. The kernel releases it when the process ends, however it ends.
+pub struct RunLock {
+    _file: std::fs::File,
+}
+
+impl RunLock {
+    /// Locks `dir` (its `.faultline.lock` file), or says which run holds it.
+    pub fn acquire(dir: &Path) -> Result<RunLock> {
+        use std::os::fd::AsRawFd;
+        let path = dir.join(".faultline.lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        // SAFETY: flock only reads the descriptor, which `file` keeps open.
+        let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+        if !locked {
+            bail!(UsageError(format!(
+                "{}: another faultline run is writing this directory; wait for it or choose another --out",
+                dir.display()
+            )));
+        }
+        Ok(RunLock { _file: file })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regression_a_second_run_on_the_same_directory_is_refused_while_the_first_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = RunLock::acquire(dir.path()).unwrap();
+        let e = RunLock::acquire(dir.path())
+            .err()
+            .expect("the second lock is refused");
+        assert!(e.to_string().contains("another faultline run"), "{e}");
+        assert_eq!(crate::error::exit_code(&e), 2);
+        drop(first);
+        RunLock::acquire(dir.path()).expect("free again once the first run ends");
+    }
 }

@@ -9,7 +9,7 @@ use crate::engine::Engine;
 use anyhow::{anyhow, Context, Result};
 use faultline_analysis::db::{EpisodeRow, EpisodeStepRow, ResultsDb};
 use faultline_faults::{Fault, FaultPlan};
-use faultline_policies::{Registry, VerificationPolicy};
+use faultline_policies::VerificationPolicy;
 use faultline_tasks::seed::derive;
 use faultline_tasks::{Decision, DecisionSet};
 use std::collections::BTreeMap;
@@ -38,7 +38,7 @@ pub async fn run(
 ) -> Result<PhaseSummary> {
     let config = &req.config;
     let rc = &config.recovery;
-    let registry = Registry::default();
+    let registry = &env.policy_registry;
     let mut policies: BTreeMap<String, Arc<dyn VerificationPolicy>> = BTreeMap::new();
     for name in &rc.policies {
         let p = registry.build(name).map_err(|e| anyhow!(e))?;
@@ -115,6 +115,15 @@ fn store_episode(
     agent: &str,
     r: EpisodeResult,
 ) -> Result<()> {
+    // The policy could not judge: nothing was measured. The error is stored (and
+    // reported); the episode is not, so a resumed run tries it again.
+    if let Some(e) = &r.infra_error {
+        return db.insert_infra_errors(&[crate::plugin::policy::infra_row(
+            &task.key,
+            &task.policy,
+            e,
+        )]);
+    }
     let stem = task.key.replace('/', "-");
     std::fs::write(shots.join(format!("{stem}.before.png")), &r.before.png)?;
     let d = &task.decision;

@@ -1,5 +1,7 @@
 //! The chart task's page: a bar chart whose tooltip appears after a hover delay. The
-//! numbers live in script data until the tooltip shows one.
+//! numbers live in script data until the tooltip shows one. Until then a hover changes
+//! nothing on the page, in the DOM or in pixels; the `semantic.hover_highlight` anomaly
+//! ([`PageMod::HoverHighlight`]) lights the hovered bar up at once instead.
 
 use super::{js_string, SiteTask};
 use crate::anomalies;
@@ -68,6 +70,7 @@ fn chart_page(scope: &str, layout: &Layout, c: &ChartLayout, mods: &[PageMod]) -
         PageMod::Locale { locale } => Some(locale.as_str()),
         _ => None,
     });
+    let highlight = mods.iter().any(|m| matches!(m, PageMod::HoverHighlight));
     let shown = |label: &str| month_label(label, locale);
     let bars: String = c
         .marks
@@ -97,11 +100,22 @@ fn chart_page(scope: &str, layout: &Layout, c: &ChartLayout, mods: &[PageMod]) -
         w = p.width,
         h = p.height,
     );
-    let style = r#".plot { position: absolute; box-sizing: border-box; border-left: 2px solid #444; border-bottom: 2px solid #444; }
+    let mut style = r#".plot { position: absolute; box-sizing: border-box; border-left: 2px solid #444; border-bottom: 2px solid #444; }
 .bar { position: absolute; background: #7aa6d8; }
-.bar.hot { background: #f0a030; }
 .axis { position: absolute; text-align: center; font-size: 14px; }
-#tip { position: absolute; padding: 6px 10px; background: #222; color: #fff; border-radius: 4px; font-size: 15px; white-space: nowrap; }"#;
+#tip { position: absolute; padding: 6px 10px; background: #222; color: #fff; border-radius: 4px; font-size: 15px; white-space: nowrap; }"#
+        .to_string();
+    // The anomaly: the bar under the pointer changes class and colour the moment the
+    // pointer enters it, and the page witnesses that it did.
+    let (enter, leave) = if highlight {
+        style.push_str("\n.bar.hot { background: #f0a030; }");
+        (
+            "bar.classList.add('hot');\n    __fl.witness('highlighted', { label: m[0], at_ms: performance.now() });\n    ",
+            "bar.classList.remove('hot');\n    ",
+        )
+    } else {
+        ("", "")
+    };
     // [canonical label, value, label as shown, value as shown]: the ledger gets the
     // canonical pair, the tooltip the shown one.
     let data: Vec<String> = c
@@ -125,8 +139,7 @@ var timer = null;
 document.querySelectorAll('.bar').forEach(function (bar) {{
   var m = marks[Number(bar.dataset.i)];
   bar.addEventListener('mouseenter', function () {{
-    bar.classList.add('hot');
-    clearTimeout(timer);
+    {enter}clearTimeout(timer);
     timer = setTimeout(function () {{
       var r = bar.getBoundingClientRect();
       tip.textContent = m[2] + ': ' + m[3];
@@ -139,8 +152,7 @@ document.querySelectorAll('.bar').forEach(function (bar) {{
     }}, delay);
   }});
   bar.addEventListener('mouseleave', function () {{
-    bar.classList.remove('hot');
-    clearTimeout(timer);
+    {leave}clearTimeout(timer);
     if (!tip.hidden) {{ tip.hidden = true; __fl.send('tooltip_hidden', {{ label: m[0], at_ms: performance.now() }}); }}
   }});
 }});"#,
@@ -148,7 +160,7 @@ document.querySelectorAll('.bar').forEach(function (bar) {{
         delay = c.tooltip_delay_ms
     );
     let x = anomalies::extras(layout, mods);
-    shell(scope, "Monthly sales", style, &body, &script, &x)
+    shell(scope, "Monthly sales", &style, &body, &script, &x)
 }
 
 /// A month's abbreviation as a locale shows it.

@@ -80,6 +80,7 @@ pub enum ActionFormat {
 }
 
 impl ActionFormat {
+    /// Every format, in declaration order.
     pub const ALL: [ActionFormat; 6] = [
         ActionFormat::Faultline,
         ActionFormat::Anthropic,
@@ -89,6 +90,7 @@ impl ActionFormat {
         ActionFormat::Qwen,
     ];
 
+    /// The format's stable name (stored, printed and parsed).
     pub fn name(self) -> &'static str {
         match self {
             ActionFormat::Faultline => "faultline",
@@ -160,6 +162,7 @@ impl CoordinateSpace {
         }
     }
 
+    /// The space's stable name (stored, printed and parsed).
     pub fn name(self) -> &'static str {
         match self {
             CoordinateSpace::Image => "image",
@@ -190,7 +193,9 @@ impl FromStr for CoordinateSpace {
 /// A reply converted into faultline's actions, and the space their points are in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Converted {
+    /// The converted actions, in reply order.
     pub actions: Vec<Action>,
+    /// The space the actions' points are in.
     pub space: CoordinateSpace,
 }
 
@@ -205,6 +210,7 @@ pub struct FormatError {
 }
 
 impl FormatError {
+    /// An error at `field`, saying what was `expected`.
     pub fn new(field: impl Into<String>, expected: impl Into<String>) -> FormatError {
         FormatError {
             field: field.into(),

@@ -28,8 +28,11 @@ use serde_json::Value;
 /// What an import applies to every line of a trajectory file.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ImportOptions {
+    /// The action format every line's reply is written in.
     pub format: ActionFormat,
+    /// The task every line was recorded on.
     pub task: TaskKind,
+    /// The root seed the imported decisions are stored under.
     pub root_seed: u64,
     /// The screenshot size for lines that do not give their own.
     pub image: Option<Size>,

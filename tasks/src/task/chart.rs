@@ -9,21 +9,29 @@ use serde::{Deserialize, Serialize};
 /// One bar of the chart.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChartMark {
+    /// The bar's label on the category axis.
     pub label: String,
+    /// The bar's value, shown in its tooltip.
     pub value: u32,
+    /// The bar's box in the page.
     pub rect: Rect,
 }
 
 /// A bar chart whose tooltip appears after a hover delay.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChartLayout {
+    /// The plot area's box in the page.
     pub plot: Rect,
+    /// The bars, left to right.
     pub marks: Vec<ChartMark>,
+    /// The label of the bar whose value the task asks for.
     pub target: String,
+    /// How long the pointer must rest on a bar before its tooltip appears, in milliseconds.
     pub tooltip_delay_ms: u32,
 }
 
 impl ChartLayout {
+    /// The bar labelled `target`.
     pub fn target_mark(&self) -> &ChartMark {
         self.marks
             .iter()

@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 /// idempotency key, and the list of notes already saved.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FormLayout {
+    /// The text field's box in the page.
     pub field: Rect,
+    /// The Save button's box in the page.
     pub save: Rect,
     /// Notes saved before the task starts (never the target).
     pub existing: Vec<String>,

@@ -9,8 +9,11 @@ use serde::{Deserialize, Serialize};
 /// One row of the orders table inside the iframe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OrderRow {
+    /// The order's label, which identifies its row.
     pub label: String,
+    /// The customer's name.
     pub customer: String,
+    /// The order total, in cents.
     pub total_cents: u32,
 }
 
@@ -23,7 +26,9 @@ pub struct FrameLayout {
     pub row_height: f64,
     /// Height of the table header inside the frame.
     pub header_height: f64,
+    /// The table's rows, top to bottom.
     pub rows: Vec<OrderRow>,
+    /// The label of the row to select.
     pub target: String,
 }
 

@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 /// One button of the grid.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GridItem {
+    /// The button's label.
     pub label: String,
+    /// The button's box in the page.
     pub rect: Rect,
 }
 
@@ -19,14 +21,18 @@ pub struct GridItem {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UnscaledLanding {
+    /// It lands on another button.
     OtherItem,
+    /// It lands on blank space, hitting no button.
     Blank,
 }
 
 /// Numbered buttons at seeded positions, with holes and gaps of blank space.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GridLayout {
+    /// The buttons, in DOM order.
     pub items: Vec<GridItem>,
+    /// The label of the button to click.
     pub target: String,
     /// What the target's unscaled point hits (checked at generation time).
     pub unscaled_landing: UnscaledLanding,

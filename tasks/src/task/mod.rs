@@ -42,10 +42,11 @@
 //! 4. `policies/src/builtin.rs`: the outcome policy's check for a new expectation, a
 //!    function named after the task, and its arm in `OutcomePolicy::judge`.
 //! 5. The oracle's reply (what it types, clicks or answers around the located point),
-//!    in the harness's oracle recorder, and the faults that apply to the task in the
-//!    fault catalogue (`faults/src/catalogue.rs`, each entry's task list).
-//! 6. The report order in the analysis crate (`task_rank`, which lists task names: the
-//!    analysis reads stored results and does not depend on this crate).
+//!    in the harness's oracle recorder (`harness/src/experiment/record.rs`), and the
+//!    faults that apply to the task in the fault catalogue (`faults/src/catalogue.rs`,
+//!    each entry's task list).
+//! 6. Nothing in the analysis: it orders tasks by [`TaskKind::rank`] (the place in
+//!    [`TaskKind::ALL`]).
 //! 7. Record the oracle's decisions for the committed set (`tasks/decisions/<task>.jsonl`)
 //!    and run the task-homes test, which fails while a piece is missing.
 
@@ -112,15 +113,25 @@ crate::named_enum! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
     #[serde(rename_all = "snake_case")]
     pub enum TaskKind: "task" {
+        /// Type the exact record name into a search field and submit it.
         Search = "search",
+        /// Click one of the numbered buttons of a grid.
         Grid = "grid",
+        /// Select a row of an orders table inside an iframe.
         Frame = "frame",
+        /// Hover a bar of a chart and report the value its tooltip shows.
         Chart = "chart",
+        /// Save a note through a form.
         Form = "form",
+        /// Choose an option of a native `<select>`.
         Select = "select",
+        /// MiniWoB++ `click-tab`: its page and its reward come from the external suite.
         MiniwobClickTab = "miniwob_click_tab",
+        /// MiniWoB++ `click-dialog`: its page and its reward come from the external suite.
         MiniwobClickDialog = "miniwob_click_dialog",
+        /// MiniWoB++ `enter-text`: its page and its reward come from the external suite.
         MiniwobEnterText = "miniwob_enter_text",
+        /// MiniWoB++ `login-user`: its page and its reward come from the external suite.
         MiniwobLoginUser = "miniwob_login_user",
     }
 }
@@ -198,15 +209,25 @@ impl TaskKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "task", rename_all = "snake_case")]
 pub enum LayoutSpec {
+    /// The search task's layout.
     Search(SearchLayout),
+    /// The grid task's layout.
     Grid(GridLayout),
+    /// The iframe task's layout.
     Frame(FrameLayout),
+    /// The chart task's layout.
     Chart(ChartLayout),
+    /// The form task's layout.
     Form(FormLayout),
+    /// The select task's layout.
     Select(SelectLayout),
+    /// The MiniWoB++ `click-tab` task's layout (its episode seed).
     MiniwobClickTab(MiniwobClickTab),
+    /// The MiniWoB++ `click-dialog` task's layout (its episode seed).
     MiniwobClickDialog(MiniwobClickDialog),
+    /// The MiniWoB++ `enter-text` task's layout (its episode seed).
     MiniwobEnterText(MiniwobEnterText),
+    /// The MiniWoB++ `login-user` task's layout (its episode seed).
     MiniwobLoginUser(MiniwobLoginUser),
 }
 

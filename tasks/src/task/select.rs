@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 /// A native `<select>` whose choice the page applies to an order summary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SelectLayout {
+    /// The select control's box in the page.
     pub control: Rect,
+    /// The option texts, in menu order.
     pub options: Vec<String>,
     /// Index of the option selected when the page loads.
     pub initial: usize,
@@ -20,6 +22,7 @@ pub struct SelectLayout {
 }
 
 impl SelectLayout {
+    /// The index of `target` in `options`.
     pub fn target_index(&self) -> usize {
         self.options
             .iter()

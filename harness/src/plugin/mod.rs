@@ -1,0 +1,465 @@
+//! External verifiers and agents: other people's code, run as long-lived processes that
+//! speak a versioned JSON-lines protocol over their stdin and stdout.
+//!
+//! # The protocol
+//!
+//! One JSON object per line, each way. The harness writes first:
+//!
+//! 1. **Handshake.** The harness sends
+//!    `{"protocol": "faultline.policy", "version": 1, "name": "mine", ...}` (an agent gets
+//!    `"protocol": "faultline.agent"`); the process answers with the protocol and version it
+//!    speaks, `{"protocol": "faultline.policy", "version": 1}`. Any other answer is a
+//!    protocol error: a version bump means the requests changed shape, and a process that
+//!    does not say which version it speaks is not trusted to read them.
+//! 2. **Requests.** For a verifier, one per judgement:
+//!    `{"type": "judge", "id": 7, "evidence": {...}}` with exactly what the built-in
+//!    policies see ([`policy::evidence_json`]): the instruction, the dispatched actions
+//!    with their image points and the viewport points they map to, the tool's message,
+//!    the URLs before and after, both screenshots as paths to PNG files at image size, the
+//!    visible text, and every frame's DOM snapshot. The answer is
+//!    `{"id": 7, "verdict": "success" | "no_change" | "fail", "message": "..."}`.
+//!    For an agent, one per turn: `{"type": "act", "id": 3, "view": {...}}` with the
+//!    agent's view ([`agent::view_json`]), answered by
+//!    `{"id": 3, "reply": "click(120, 44)", "format": "faultline"}`.
+//!
+//! Screenshots are written to a temporary directory of the run (one per pool, removed when
+//! the pool is dropped); each request's files are removed once it is answered.
+//!
+//! # Processes
+//!
+//! A [`Pool`] holds the idle processes of one plugin. A judgement checks one out (starting
+//! a process when none is idle), so there is at most one process per concurrent trial
+//! (`jobs`), each started once and reused for every trial it serves — not one per trial.
+//! Every process runs in its own process group with `PR_SET_PDEATHSIG`, and is killed
+//! (the whole group) when it is dropped: at the end of a run, when the harness is
+//! interrupted (Ctrl-C drops the run), and after any failure.
+//!
+//! # Failure is not a verdict
+//!
+//! A process that cannot be started, exits, stays silent past the per-request timeout,
+//! writes a line that is not a JSON object, answers a verdict other than the three, or
+//! speaks another protocol version gives an [`InfraError`] (kind `spawn`, `crash`,
+//! `timeout`, `malformed`, `unknown_verdict` or `protocol`) carrying the last bytes of its
+//! stderr (a bounded tail). The failed process is killed, and the next request starts a
+//! fresh one: a broken plugin costs its own (trial, policy) pairs and nothing else. The
+//! trial stores the other policies' verdicts as usual and an infrastructure-error row for
+//! this one; the report counts those apart (never as caught, missed or a false alarm).
+//! For an agent the same failures end the episode as `agent_error` with the reason.
+//!
+//! # Why the barrier holds for outsiders
+//!
+//! A plugin gets evidence (or the agent's view) and nothing else:
+//!
+//! - its environment is cleared and only `PATH`, `HOME` and `LANG` are passed on, so no
+//!   `FAULTLINE_*` variable and no API key reach it; its arguments are the configured
+//!   command, nothing added;
+//! - the ledger's bearer token lives only in the scorer's memory: it is never in an
+//!   environment variable, an argument, a file, or the evidence, so a plugin that finds
+//!   the fixture server in the page URLs and asks for a ledger is refused (401);
+//! - the requests are built from the same [`faultline_policies::Evidence`] and
+//!   [`crate::agent::AgentView`] values the built-ins get, which hold no ledger.
+
+pub mod agent;
+pub mod policy;
+
+use faultline_policies::InfraError;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The protocol version this harness speaks.
+pub const PROTOCOL_VERSION: u64 = 1;
+
+/// The default per-request timeout.
+pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+
+/// How much of a process's stderr is kept.
+pub const STDERR_TAIL_BYTES: usize = 4096;
+
+/// The environment variables a plugin inherits; everything else is cleared.
+pub const PASSED_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
+
+/// An external process as a config names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PluginSpec {
+    /// The name stored with its verdicts (a policy) or episodes (an agent).
+    pub name: String,
+    /// The program and its arguments (no shell).
+    pub command: Vec<String>,
+    /// How long one request (and the handshake) may take.
+    pub timeout_ms: u64,
+}
+
+/// The last bytes written to a stream.
+#[derive(Default)]
+struct Tail(VecDeque<u8>);
+
+impl Tail {
+    fn push(&mut self, bytes: &[u8]) {
+        self.0.extend(bytes);
+        let excess = self.0.len().saturating_sub(STDERR_TAIL_BYTES);
+        self.0.drain(..excess);
+    }
+
+    fn text(&self) -> String {
+        let (a, b) = self.0.as_slices();
+        String::from_utf8_lossy(&[a, b].concat()).into_owned()
+    }
+}
+
+/// One running plugin process.
+pub struct Process {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<std::io::Result<String>>,
+    stderr: Arc<Mutex<Tail>>,
+    stderr_reader: Option<JoinHandle<()>>,
+    timeout: Duration,
+    /// Which incarnation of this plugin (1 for the first one started).
+    attempt: u32,
+    next_id: u64,
+}
+
+impl Process {
+    /// Starts the process and completes the handshake.
+    fn start(
+        spec: &PluginSpec,
+        protocol: &str,
+        hello: &Value,
+        attempt: u32,
+    ) -> Result<Process, InfraError> {
+        let err = |kind: &str, reason: String| InfraError {
+            kind: kind.into(),
+            reason,
+            stderr_tail: String::new(),
+            attempt,
+        };
+        let (program, args) = spec
+            .command
+            .split_first()
+            .ok_or_else(|| err("spawn", "empty command".into()))?;
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own group, so a kill reaches whatever it started too.
+            .process_group(0);
+        for var in PASSED_ENV {
+            if let Some(v) = std::env::var_os(var) {
+                cmd.env(var, v);
+            }
+        }
+        // SAFETY: prctl is async-signal-safe and touches only the child's own state.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| err("spawn", format!("cannot start {:?}: {e}", spec.command)))?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut stderr_pipe = child.stderr.take().expect("piped stderr");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let mut line = String::new();
+                match reader.read_line(&mut line) {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        if tx.send(Ok(line)).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        break;
+                    }
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(Tail::default()));
+        let sink = stderr.clone();
+        let stderr_reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = stderr_pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().expect("stderr tail").push(&buf[..n]);
+            }
+        });
+        let mut process = Process {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            stderr,
+            stderr_reader: Some(stderr_reader),
+            timeout: Duration::from_millis(spec.timeout_ms),
+            attempt,
+            next_id: 0,
+        };
+        let mut hello = hello.clone();
+        hello["protocol"] = json!(protocol);
+        hello["version"] = json!(PROTOCOL_VERSION);
+        let answer = process.round_trip(&hello)?;
+        if answer.get("protocol").and_then(Value::as_str) != Some(protocol)
+            || answer.get("version").and_then(Value::as_u64) != Some(PROTOCOL_VERSION)
+        {
+            return Err(process.fail(
+                "protocol",
+                format!(
+                    "handshake: expected {{\"protocol\": \"{protocol}\", \"version\": {PROTOCOL_VERSION}}}, got {}",
+                    clip(&answer.to_string())
+                ),
+            ));
+        }
+        Ok(process)
+    }
+
+    /// Sends one request (an `id` is added) and reads its answer, a JSON object whose
+    /// `id`, when present, must match.
+    pub fn request(&mut self, mut request: Value) -> Result<Value, InfraError> {
+        self.next_id += 1;
+        let id = self.next_id;
+        request["id"] = json!(id);
+        let answer = self.round_trip(&request)?;
+        match answer.get("id") {
+            None => Ok(answer),
+            Some(v) if v.as_u64() == Some(id) => Ok(answer),
+            Some(v) => Err(self.fail("protocol", format!("answered request {id} with id {v}"))),
+        }
+    }
+
+    fn round_trip(&mut self, message: &Value) -> Result<Value, InfraError> {
+        let mut line = message.to_string();
+        line.push('\n');
+        let written = match self.stdin.as_mut() {
+            Some(stdin) => stdin
+                .write_all(line.as_bytes())
+                .and_then(|()| stdin.flush()),
+            None => Err(std::io::ErrorKind::BrokenPipe.into()),
+        };
+        if let Err(e) = written {
+            let status = self.exit_status();
+            return Err(self.fail("crash", format!("cannot write a request ({e}); {status}")));
+        }
+        let deadline = Instant::now() + self.timeout;
+        let text = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                // Blank lines between answers are tolerated.
+                Ok(Ok(l)) if l.trim().is_empty() => continue,
+                Ok(Ok(l)) => break l,
+                Ok(Err(e)) => return Err(self.fail("crash", format!("reading its stdout: {e}"))),
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(self.fail(
+                        "timeout",
+                        format!("no answer within {} ms", self.timeout.as_millis()),
+                    ))
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let status = self.exit_status();
+                    return Err(self.fail("crash", format!("closed its stdout; {status}")));
+                }
+            }
+        };
+        match serde_json::from_str::<Value>(&text) {
+            Ok(v) if v.is_object() => Ok(v),
+            Ok(_) | Err(_) => Err(self.fail(
+                "malformed",
+                format!("not a JSON object: {}", clip(text.trim_end())),
+            )),
+        }
+    }
+
+    /// How the process ended, waiting briefly for it (it may be exiting right now).
+    fn exit_status(&mut self) -> String {
+        let until = Instant::now() + Duration::from_millis(500);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(s)) => return format!("it exited ({s})"),
+                Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(10)),
+                _ => return "it is still running".into(),
+            }
+        }
+    }
+
+    /// Kills the process and turns what went wrong into an infrastructure error with the
+    /// stderr tail (read to the end once the process is gone).
+    pub fn fail(&mut self, kind: &str, reason: String) -> InfraError {
+        self.kill();
+        if let Some(reader) = self.stderr_reader.take() {
+            // The pipe closes when the group is dead; a grandchild that escaped the group
+            // could hold it open, so the wait is bounded.
+            let until = Instant::now() + Duration::from_millis(500);
+            while !reader.is_finished() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if reader.is_finished() {
+                let _ = reader.join();
+            }
+        }
+        InfraError {
+            kind: kind.into(),
+            reason,
+            stderr_tail: self.stderr.lock().expect("stderr tail").text(),
+            attempt: self.attempt,
+        }
+    }
+
+    /// The process id (for tests that check nothing survives).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn kill(&mut self) {
+        self.stdin = None;
+        let pid = self.child.id() as libc::pid_t;
+        // SAFETY: killpg only sends a signal; the group is the one this process leads.
+        unsafe { libc::killpg(pid, libc::SIGKILL) };
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn clip(s: &str) -> String {
+    const MAX: usize = 300;
+    if s.len() <= MAX {
+        return s.to_string();
+    }
+    let mut end = MAX;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// The idle processes of one plugin; see the module docs.
+pub struct Pool {
+    spec: PluginSpec,
+    protocol: &'static str,
+    hello: Value,
+    idle: Mutex<Vec<Process>>,
+    started: AtomicU32,
+    files: AtomicU64,
+    dir: OnceLock<Result<tempfile::TempDir, String>>,
+}
+
+impl Pool {
+    /// A pool that starts processes on demand; `hello` is the rest of the handshake.
+    pub fn new(spec: PluginSpec, protocol: &'static str, hello: Value) -> Pool {
+        Pool {
+            spec,
+            protocol,
+            hello,
+            idle: Mutex::new(Vec::new()),
+            started: AtomicU32::new(0),
+            files: AtomicU64::new(0),
+            dir: OnceLock::new(),
+        }
+    }
+
+    pub fn spec(&self) -> &PluginSpec {
+        &self.spec
+    }
+
+    /// Processes started so far (restarts included).
+    pub fn started(&self) -> u32 {
+        self.started.load(Ordering::SeqCst)
+    }
+
+    /// Runs `f` with a process checked out of the pool (started when none is idle). On
+    /// success the process goes back to the pool; on failure it is dropped (killed), and
+    /// the next call starts a fresh one.
+    pub fn with_process<T>(
+        &self,
+        f: impl FnOnce(&mut Process) -> Result<T, InfraError>,
+    ) -> Result<T, InfraError> {
+        let idle = self.idle.lock().expect("plugin pool").pop();
+        let mut process = match idle {
+            Some(p) => p,
+            None => {
+                let attempt = self.started.fetch_add(1, Ordering::SeqCst) + 1;
+                Process::start(&self.spec, self.protocol, &self.hello, attempt)?
+            }
+        };
+        let result = f(&mut process);
+        if result.is_ok() {
+            self.idle.lock().expect("plugin pool").push(process);
+        }
+        result
+    }
+
+    /// Writes a PNG for one request into the run's temporary directory.
+    pub fn write_png(&self, label: &str, png: &[u8]) -> Result<TempFile, InfraError> {
+        let err = |reason: String| InfraError {
+            kind: "spawn".into(),
+            reason,
+            stderr_tail: String::new(),
+            attempt: 0,
+        };
+        let dir = self
+            .dir
+            .get_or_init(|| {
+                tempfile::Builder::new()
+                    .prefix("faultline-plugin-")
+                    .tempdir()
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| err(format!("creating the screenshot directory: {e}")))?;
+        let n = self.files.fetch_add(1, Ordering::SeqCst);
+        let path = dir.path().join(format!("{n:06}.{label}.png"));
+        std::fs::write(&path, png).map_err(|e| err(format!("writing {}: {e}", path.display())))?;
+        Ok(TempFile(path))
+    }
+}
+
+/// A file removed when dropped.
+pub struct TempFile(PathBuf);
+
+impl TempFile {
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Runs blocking work (a plugin round trip) without stalling the async executor: on a
+/// multi-threaded tokio runtime the worker hands its other tasks over first; elsewhere it
+/// simply runs.
+pub fn off_executor<R>(f: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}

@@ -1,0 +1,435 @@
+//! External verifiers and agents against real plugin processes (python3): protocol
+//! conformance, the failure rules, no process left behind, and the ledger barrier.
+//!
+//! The test plugins live in `tests/plugins/`; the examples in `examples/plugins/`.
+
+mod common;
+
+use faultline::agent::{Agent, AgentView};
+use faultline::config::{self, ConfigText, Overrides};
+use faultline::engine::browser::{find_chromium, BrowserHandle};
+use faultline::engine::trial::run_trial;
+use faultline::engine::{Engine, Scorer};
+use faultline::experiment::RunRequest;
+use faultline::plugin::agent::ExecAgent;
+use faultline::plugin::policy::{pool, ExternalPolicy};
+use faultline::plugin::PluginSpec;
+use faultline_analysis::db::ResultsDb;
+use faultline_policies::{Observation, VerificationPolicy};
+use faultline_sites::FixtureServer;
+use faultline_tasks::decision::embedded_default;
+use faultline_tasks::seed::DEFAULT_ROOT_SEED;
+use faultline_tasks::{Instruction, Size, TaskKind};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn plugin(name: &str) -> String {
+    manifest_dir()
+        .join("tests/plugins")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn example(name: &str) -> String {
+    manifest_dir()
+        .join("../examples/plugins")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// Python processes running one of this test's plugin scripts.
+fn surviving(marker: &str) -> Vec<String> {
+    let out = Command::new("pgrep")
+        .args(["-af", marker])
+        .output()
+        .expect("pgrep runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("python"))
+        .map(str::to_string)
+        .collect()
+}
+
+async fn run(out: &Path, text: &str, layouts: u32) -> ResultsDb {
+    let text = ConfigText {
+        name: "plugins.toml".into(),
+        text: text.into(),
+    };
+    let overrides = Overrides {
+        seed: None,
+        layouts: Some(layouts),
+        jobs: Some(2),
+        faults: None,
+    };
+    let config = config::resolve(&text, &overrides).unwrap();
+    faultline::experiment::run(RunRequest {
+        out: out.to_path_buf(),
+        resume: false,
+        config,
+        config_text: text,
+        overrides,
+        max_trials: None,
+        max_episodes: None,
+        progress: false,
+    })
+    .await
+    .expect("a run with broken plugins completes");
+    ResultsDb::open_read_only(&out.join("results.sqlite")).unwrap()
+}
+
+fn python_table(name: &str, script: &str, timeout_ms: u64) -> String {
+    format!(
+        "[[policy]]\nname = \"{name}\"\ncommand = [\"python3\", \"{script}\"]\ntimeout_ms = {timeout_ms}\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_plugins_are_infrastructure_errors_and_the_run_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from(
+        r#"seed = 1
+tasks = ["grid", "frame"]
+policies = ["generic", "outcome", "good", "crash", "hang", "garbage", "unknown", "wrongver"]
+faults = ["reference"]
+[recovery]
+enabled = true
+layouts = 1
+runs = 1
+policies = ["good", "garbage"]
+agent = "exec"
+[exec]
+command = ["python3", "AGENT"]
+timeout_ms = 5000
+"#,
+    )
+    .replace("AGENT", &example("agent_retry.py"));
+    for (name, script) in [
+        ("good", "good.py"),
+        ("crash", "crash.py"),
+        ("hang", "hang.py"),
+        ("garbage", "garbage.py"),
+        ("unknown", "unknown_verdict.py"),
+        ("wrongver", "wrong_version.py"),
+    ] {
+        text.push_str(&python_table(name, &plugin(script), 1500));
+    }
+    let db = run(dir.path(), &text, 2).await;
+
+    let trials = db.trials().unwrap();
+    assert!(trials.len() >= 6, "{} trials", trials.len());
+    let verdicts = db.verdicts().unwrap();
+    let infra = db.infra_errors().unwrap();
+    let judged: BTreeSet<(&str, &str)> = verdicts
+        .iter()
+        .map(|v| (v.trial_key.as_str(), v.policy.as_str()))
+        .collect();
+    let failed: BTreeMap<(&str, &str), &str> = infra
+        .iter()
+        .filter(|e| e.item_key.starts_with("detection/"))
+        .map(|e| ((e.item_key.as_str(), e.policy.as_str()), e.kind.as_str()))
+        .collect();
+    let mut kinds: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
+    for t in &trials {
+        for p in [
+            "generic", "outcome", "good", "crash", "hang", "garbage", "unknown", "wrongver",
+        ] {
+            let key = (t.trial_key.as_str(), p);
+            // Exactly one of a verdict and an infrastructure error, never both, never none.
+            assert!(
+                judged.contains(&key) != failed.contains_key(&key),
+                "{key:?}: verdict {} infra {:?}",
+                judged.contains(&key),
+                failed.get(&key)
+            );
+            let kind = failed.get(&key).copied().unwrap_or("verdict");
+            *kinds.entry(p).or_default().entry(kind).or_default() += 1;
+        }
+    }
+    let n = trials.len();
+    // The built-ins and the good plugin judged everything.
+    for p in ["generic", "outcome", "good"] {
+        assert_eq!(kinds[p].get("verdict"), Some(&n), "{p}: {:?}", kinds[p]);
+    }
+    assert_eq!(
+        kinds["garbage"].get("malformed"),
+        Some(&n),
+        "{:?}",
+        kinds["garbage"]
+    );
+    assert_eq!(
+        kinds["unknown"].get("unknown_verdict"),
+        Some(&n),
+        "{:?}",
+        kinds["unknown"]
+    );
+    assert_eq!(
+        kinds["wrongver"].get("protocol"),
+        Some(&n),
+        "{:?}",
+        kinds["wrongver"]
+    );
+    // The crashing plugin judged some trials (two per incarnation) and crashed on others.
+    assert!(
+        kinds["crash"].get("crash").is_some_and(|&c| c > 0),
+        "{:?}",
+        kinds["crash"]
+    );
+    assert!(
+        kinds["crash"].get("verdict").is_some_and(|&c| c >= 2),
+        "{:?}",
+        kinds["crash"]
+    );
+    // The hanging one answered its first request per incarnation and timed out after.
+    assert!(
+        kinds["hang"].get("timeout").is_some_and(|&c| c > 0),
+        "{:?}",
+        kinds["hang"]
+    );
+    assert!(
+        kinds["hang"].get("verdict").is_some_and(|&c| c > 0),
+        "{:?}",
+        kinds["hang"]
+    );
+    // Reasons and stderr tails are stored.
+    let crash = infra.iter().find(|e| e.kind == "crash").unwrap();
+    assert!(crash.stderr_tail.contains("Traceback: boom"), "{crash:?}");
+    assert!(crash.reason.contains("exited"), "{crash:?}");
+    let version = infra.iter().find(|e| e.kind == "protocol").unwrap();
+    assert!(version.reason.contains("handshake"), "{version:?}");
+    assert!(
+        version.stderr_tail.contains("speaking version 2"),
+        "{version:?}"
+    );
+    assert!(infra
+        .iter()
+        .any(|e| e.kind == "timeout" && e.stderr_tail.contains("hanging")));
+
+    // Recovery: the exec agent ran every `good` episode; every `garbage` episode is an
+    // infrastructure error and is not stored as an episode.
+    let episodes = db.episodes().unwrap();
+    assert!(!episodes.is_empty());
+    assert!(episodes
+        .iter()
+        .all(|e| e.policy == "good" && e.agent == "exec"));
+    assert!(
+        episodes
+            .iter()
+            .all(|e| e.stop_reason.name() != "agent_error"),
+        "{:?}",
+        episodes
+            .iter()
+            .map(|e| (&e.episode_key, &e.error))
+            .collect::<Vec<_>>()
+    );
+    let garbage_episodes = infra
+        .iter()
+        .filter(|e| e.item_key.starts_with("recovery/") && e.policy == "garbage")
+        .count();
+    assert_eq!(garbage_episodes, episodes.len());
+
+    // The report counts them apart.
+    let report = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(report.contains("## Infrastructure errors"), "{report}");
+    let csv = std::fs::read_to_string(dir.path().join("infra_errors.csv")).unwrap();
+    assert!(
+        csv.contains(&format!("garbage,detection,malformed,{n},{n}")),
+        "{csv}"
+    );
+    // A policy that never judged has no detection rows; the others do.
+    let detection = std::fs::read_to_string(dir.path().join("detection.csv")).unwrap();
+    assert!(
+        detection.lines().any(|l| l.contains(",good,")),
+        "{detection}"
+    );
+    assert!(
+        !detection.lines().any(|l| l.contains(",garbage,")),
+        "{detection}"
+    );
+
+    drop(db);
+    let left = surviving(&plugin(""));
+    assert!(left.is_empty(), "plugin processes survived: {left:?}");
+    let left = surviving("agent_retry.py");
+    assert!(left.is_empty(), "agent processes survived: {left:?}");
+}
+
+/// The example verifier compares every frame's DOM; `generic` only the top document's.
+/// On every task without a child frame they must agree trial by trial; on the frame task
+/// the example sees the row selected inside the iframe, so it may say `success` where
+/// `generic` says `no_change` (never the other way round).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_verifier_reproduces_generic_except_inside_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "seed = 1\npolicies = [\"generic\", \"changed\"]\nfaults = [\"reference\"]\n{}",
+        python_table("changed", &example("verify_changed.py"), 10_000)
+    );
+    let db = run(dir.path(), &text, 2).await;
+    assert!(db.infra_errors().unwrap().is_empty());
+    let verdicts = db.verdicts().unwrap();
+    let mut by: BTreeMap<&str, BTreeMap<&str, &str>> = BTreeMap::new();
+    for v in &verdicts {
+        by.entry(v.trial_key.as_str())
+            .or_default()
+            .insert(v.policy.as_str(), v.verdict.name());
+    }
+    let mut frame_differs = 0;
+    for t in db.trials().unwrap() {
+        let v = &by[t.trial_key.as_str()];
+        let (g, c) = (v["generic"], v["changed"]);
+        if t.task.name() == "frame" {
+            assert!(
+                g == c || (g == "no_change" && c == "success"),
+                "{}",
+                t.trial_key
+            );
+            frame_differs += usize::from(g != c);
+        } else {
+            assert_eq!(g, c, "{}", t.trial_key);
+        }
+    }
+    // A click on a row inside the frame changes only the frame's document.
+    assert!(frame_differs > 0);
+    drop(db);
+    assert!(surviving("verify_changed.py").is_empty());
+}
+
+/// The barrier holds for a plugin: its environment and arguments are what the config
+/// gave, the ledger token is in nothing it receives, and the ledger endpoint it finds
+/// from the evidence URLs refuses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_never_receives_the_ledger_token_and_the_ledger_refuses_it() {
+    // Secrets in the harness's own environment must not be passed on.
+    std::env::set_var("FAULTLINE_PLUGIN_PROBE", "probe-secret-1");
+    std::env::set_var("OPENAI_API_KEY", "sk-probe-secret-2");
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("barrier.jsonl");
+    let chromium = find_chromium(None).unwrap();
+    let (server, key) = FixtureServer::start_loopback().await.unwrap();
+    let token = key.bearer_token();
+    let browser = BrowserHandle::launch(&chromium).await.unwrap();
+    let cfg = common::config(1, 2);
+    let spec = PluginSpec {
+        name: "barrier".into(),
+        command: vec![
+            "python3".into(),
+            plugin("barrier.py"),
+            dump.display().to_string(),
+        ],
+        timeout_ms: 20_000,
+    };
+    let policy: Box<dyn VerificationPolicy> =
+        Box::new(ExternalPolicy::new(pool(spec, cfg.viewport), cfg.viewport));
+    let pages = browser.page_pool(cfg.viewport, 2, format!("{}/warm", server.base_url()));
+    let engine = Engine {
+        pages,
+        browser: Arc::new(browser),
+        server: Arc::new(server),
+        scorer: Arc::new(Scorer::new(key)),
+        policies: Arc::new(vec![policy]),
+        policy_registry: faultline_policies::Registry::default(),
+        timing: cfg.timing,
+        viewport: cfg.viewport,
+    };
+    let decisions = embedded_default().unwrap();
+    for task in [TaskKind::Grid, TaskKind::Frame] {
+        let d = decisions.find(task, DEFAULT_ROOT_SEED, 0).unwrap();
+        let r = run_trial(&engine, d, None).await.unwrap();
+        assert!(r.judgements[0].1.is_ok(), "{:?}", r.judgements[0].1);
+    }
+    drop(engine);
+    let text = std::fs::read_to_string(&dump).unwrap();
+    assert!(
+        !text.contains(&token),
+        "the ledger token reached the plugin"
+    );
+    assert!(
+        !text.contains("probe-secret"),
+        "a harness secret reached the plugin"
+    );
+    let mut requests = 0;
+    for line in text.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let env = r["env"].as_object().unwrap();
+        // Only PATH, HOME and LANG are passed on; an interpreter launcher (a pyenv shim,
+        // say) may add its own variables, but none of the harness's reach the plugin.
+        for k in ["HOME", "LANG"] {
+            assert_eq!(
+                env.get(k).and_then(|v| v.as_str()),
+                std::env::var(k).ok().as_deref(),
+                "{k}"
+            );
+        }
+        // A launcher may prepend its own directories to PATH.
+        let path = std::env::var("PATH").unwrap();
+        assert!(env["PATH"].as_str().unwrap().ends_with(&path), "{env:?}");
+        assert!(
+            env.keys().all(|k| !["FAULTLINE", "OPENAI", "CARGO", "RUST"]
+                .iter()
+                .any(|p| k.starts_with(p))),
+            "{env:?}"
+        );
+        assert_eq!(r["argv"].as_array().unwrap().len(), 2);
+        if r.get("request").is_some() {
+            requests += 1;
+            assert!(r["ledger_url"].as_str().unwrap().contains("/api/ledger/"));
+            assert_eq!(r["no_token"], 401, "{r}");
+            assert_eq!(r["guessed_token"], 401, "{r}");
+        }
+    }
+    assert_eq!(requests, 2);
+    assert!(surviving("barrier.py").is_empty());
+}
+
+/// An agent process that crashes is an agent error with its stderr; the next reply starts
+/// a fresh process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashing_agent_is_an_agent_error_and_is_restarted() {
+    let script = tempfile::Builder::new().suffix(".py").tempfile().unwrap();
+    std::fs::write(
+        script.path(),
+        "import json, sys\nfor line in sys.stdin:\n    msg = json.loads(line)\n    if 'protocol' in msg:\n        print(json.dumps({'protocol': 'faultline.agent', 'version': 1}), flush=True)\n    elif msg['view']['step'] == 1:\n        sys.stderr.write('agent fell over\\n'); sys.exit(1)\n    elif msg['view']['step'] == 2:\n        print(json.dumps({'id': msg['id'], 'reply': 'stop()', 'format': 'cobol'}), flush=True)\n    else:\n        print(json.dumps({'id': msg['id'], 'reply': 'stop()'}), flush=True)\n",
+    )
+    .unwrap();
+    let agent = ExecAgent::new(PluginSpec {
+        name: "exec".into(),
+        command: vec!["python3".into(), script.path().display().to_string()],
+        timeout_ms: 5000,
+    });
+    let instruction = Instruction {
+        task: TaskKind::Grid,
+        text: "Click the button \"Item 3\".".into(),
+    };
+    let observation = Observation {
+        png: vec![1, 2, 3],
+        size: Size::new(900, 600),
+        text: "Item 3".into(),
+    };
+    let view = |step| AgentView {
+        instruction: &instruction,
+        observation: &observation,
+        feedback: None,
+        history: &[],
+        budget_left: 3,
+        step,
+        image: Size::new(900, 600),
+        seed: 1,
+    };
+    let e = agent.reply(view(1)).await.unwrap_err().to_string();
+    assert!(e.contains("crash") && e.contains("agent fell over"), "{e}");
+    let e = agent.reply(view(2)).await.unwrap_err().to_string();
+    assert!(e.contains("unsupported action format"), "{e}");
+    assert_eq!(agent.reply(view(3)).await.unwrap().text, "stop()");
+    assert_eq!(agent.pool().started(), 3);
+    drop(agent);
+    let marker = script.path().display().to_string();
+    assert!(surviving(&marker).is_empty());
+}
