@@ -461,6 +461,74 @@ pub fn false_alarms_csv(rows: &[FalseAlarmRow], cfg: &AnalysisConfig) -> String 
     out
 }
 
+/// One row of the policy-vs-independent-answer-key table: a policy's verdicts on the
+/// trials of external-suite tasks (MiniWoB++) against that suite's own reward. `task` is
+/// `None` for the row pooled over the suite's tasks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnswerKeyRow {
+    pub task: Option<TaskKind>,
+    pub policy: String,
+    /// Trials judged: working trials and fired faulty trials.
+    pub n: u64,
+    /// Verdict Success exactly when the answer key says success.
+    pub agree: u64,
+    /// Verdicts Success.
+    pub said_success: u64,
+    /// Answer-key successes.
+    pub key_success: u64,
+    /// Both.
+    pub both: u64,
+}
+
+/// Every policy's verdicts against an external suite's answer key, per task and pooled
+/// (tasks in report order, then the pooled row; policies in run order). Faulty trials
+/// whose fault did not fire are left out, as everywhere else. Empty when the run has no
+/// external-suite task.
+pub fn answer_key(
+    trials: &[TrialRow],
+    verdicts: &[VerdictRow],
+    policies: &[String],
+) -> Vec<AnswerKeyRow> {
+    let external: HashMap<&str, &TrialRow> = trials
+        .iter()
+        .filter(|t| t.task.miniwob_name().is_some() && t.fired != Some(false))
+        .map(|t| (t.trial_key.as_str(), t))
+        .collect();
+    let mut cells: BTreeMap<(Option<usize>, usize, String), AnswerKeyRow> = BTreeMap::new();
+    for v in verdicts {
+        let Some(t) = external.get(v.trial_key.as_str()) else {
+            continue;
+        };
+        let prank = policies
+            .iter()
+            .position(|p| *p == v.policy)
+            .unwrap_or(usize::MAX);
+        let said = v.verdict == Verdict::Success;
+        for task in [Some(t.task), None] {
+            let row = cells
+                .entry((task.map(TaskKind::rank), prank, v.policy.clone()))
+                .or_insert_with(|| AnswerKeyRow {
+                    task,
+                    policy: v.policy.clone(),
+                    n: 0,
+                    agree: 0,
+                    said_success: 0,
+                    key_success: 0,
+                    both: 0,
+                });
+            row.n += 1;
+            row.agree += u64::from(said == t.truth_achieved);
+            row.said_success += u64::from(said);
+            row.key_success += u64::from(t.truth_achieved);
+            row.both += u64::from(said && t.truth_achieved);
+        }
+    }
+    // Tasks first, the pooled rows (`None`) last.
+    let mut rows: Vec<_> = cells.into_iter().collect();
+    rows.sort_by_key(|((task, prank, name), _)| (task.is_none(), *task, *prank, name.clone()));
+    rows.into_iter().map(|(_, r)| r).collect()
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -34,9 +34,15 @@ pub const DEFAULT_CONFIG: &str = include_str!("../configs/default.toml");
 /// Every fault of the catalogue on every task it applies to.
 pub const CATALOGUE_CONFIG: &str = include_str!("../configs/catalogue.toml");
 
+/// The MiniWoB++ suite: its pages and its own reward as the answer key.
+pub const MINIWOB_CONFIG: &str = include_str!("../configs/miniwob.toml");
+
 /// Names accepted by `--config` besides file paths.
-pub const EMBEDDED: &[(&str, &str)] =
-    &[("default", DEFAULT_CONFIG), ("catalogue", CATALOGUE_CONFIG)];
+pub const EMBEDDED: &[(&str, &str)] = &[
+    ("default", DEFAULT_CONFIG),
+    ("catalogue", CATALOGUE_CONFIG),
+    ("miniwob", MINIWOB_CONFIG),
+];
 
 /// The file format. Every field is optional; unknown fields are errors.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -718,9 +724,18 @@ mod tests {
             &Overrides::default(),
         )
         .unwrap();
-        assert_eq!(c.tasks, TaskKind::ALL.to_vec());
+        assert_eq!(c.tasks, TaskKind::FIXTURE.to_vec());
         assert_eq!(c.faults.len(), Fault::ALL.len());
-        let pairs: usize = Fault::ALL.iter().map(|f| f.tasks().len()).sum();
+        // The catalogue is faultline's own tasks; the MiniWoB++ suite has its config.
+        let pairs: usize = Fault::ALL
+            .iter()
+            .map(|f| {
+                f.tasks()
+                    .iter()
+                    .filter(|t| t.miniwob_name().is_none())
+                    .count()
+            })
+            .sum();
         assert_eq!(c.detection_pairs().len(), pairs);
         assert_eq!(c.recovery_pairs().len(), pairs);
         assert!(c.recovery.enabled);

@@ -176,6 +176,7 @@ impl OutcomePolicy {
             Expectation::ValueShown { label } => chart_value_shown(&ev.after.text, &label),
             Expectation::NoteSaved { text } => form_note_saved(ev, &text),
             Expectation::OptionChosen { option } => select_option_chosen(ev, &option),
+            Expectation::MiniwobQuery { task } => miniwob_query_holds(ev, &task),
         }
     }
 }
@@ -292,6 +293,95 @@ fn select_option_chosen(ev: &Evidence<'_>, option: &str) -> Judgement {
                 selects.first().copied().unwrap_or("")
             ),
         )
+    }
+}
+
+/// A MiniWoB++ task: what the page's own instruction (its `#query` box, the first line of
+/// the page's text) asks, read back from the page after the action. Only the page: the
+/// reward MiniWoB computes goes to scoring and never into the document.
+fn miniwob_query_holds(ev: &Evidence<'_>, task: &str) -> Judgement {
+    let (Some(before), Some(after)) = (ev.before_state.top(), ev.after_state.top()) else {
+        return Judgement::new(Verdict::Fail, "The page has no readable top document.");
+    };
+    let query = before.text.lines().next().unwrap_or("").trim().to_string();
+    let quoted: Vec<&str> = query.split('"').skip(1).step_by(2).collect();
+    let field = |name: &str| {
+        after
+            .controls
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| c.value.clone())
+    };
+    match task {
+        "click-tab" => {
+            let Some(tab) = query
+                .split_once("Click on ")
+                .map(|(_, t)| t.trim_end_matches('.').to_string())
+            else {
+                return Judgement::new(Verdict::Fail, format!("Cannot read the task: {query:?}"));
+            };
+            let selected: Vec<&str> = after.selected.iter().map(String::as_str).collect();
+            if selected.contains(&tab.as_str()) {
+                Judgement::new(Verdict::Success, format!("{tab} is the open tab."))
+            } else if after.selected == before.selected {
+                Judgement::new(
+                    Verdict::NoChange,
+                    format!("The open tab did not change; expected {tab}."),
+                )
+            } else {
+                judge_selection(&selected, &tab, "tab")
+            }
+        }
+        "click-dialog" => {
+            let open =
+                |f: &crate::evidence::FrameSnapshot| f.text.lines().any(|l| l.trim() == "Close");
+            if !open(before) {
+                Judgement::new(Verdict::Fail, "No dialog was open before the action.")
+            } else if open(after) {
+                Judgement::new(Verdict::NoChange, "The dialog is still open.")
+            } else {
+                Judgement::new(Verdict::Success, "The dialog is closed.")
+            }
+        }
+        "enter-text" | "login-user" => {
+            let names: &[&str] = if task == "enter-text" {
+                &["tt"]
+            } else {
+                &["username", "password"]
+            };
+            if quoted.len() < names.len() {
+                return Judgement::new(Verdict::Fail, format!("Cannot read the task: {query:?}"));
+            }
+            let mut wrong = Vec::new();
+            let mut empty = 0;
+            for (name, want) in names.iter().zip(&quoted) {
+                match field(name) {
+                    Some(v) if v == *want => {}
+                    Some(v) if v.is_empty() => empty += 1,
+                    Some(v) => wrong.push(format!("{name} reads {v:?}, expected {want:?}")),
+                    None => wrong.push(format!("there is no {name} field")),
+                }
+            }
+            if !wrong.is_empty() {
+                Judgement::new(
+                    Verdict::Fail,
+                    format!("The form is wrong: {}.", wrong.join("; ")),
+                )
+            } else if empty == names.len() {
+                Judgement::new(Verdict::NoChange, "The form is empty.")
+            } else if empty > 0 {
+                Judgement::new(Verdict::Fail, "Part of the form is empty.")
+            } else {
+                Judgement::new(
+                    Verdict::Success,
+                    format!("The form reads {}.", quoted[..names.len()].join(", ")),
+                )
+            }
+        }
+        other => Judgement::new(
+            Verdict::Fail,
+            format!("Cannot verify the MiniWoB++ task {other:?}."),
+        ),
     }
 }
 

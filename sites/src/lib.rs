@@ -13,6 +13,7 @@
 //! | `/s/{scope}/select` | the checkout page with its native `<select>` |
 //! | `/s/{scope}/login`, `/s/{scope}/decoy` | where an expired session and a decoy popup lead |
 //! | `/s/{scope}/static/grid.js`, `grid.css`, `save.png` | per-scope subresources (faults can refuse or delay them) |
+//! | `/s/{scope}/miniwob_<task>`, `/miniwob/...` | a MiniWoB++ task page and the vendored MiniWoB++ files it loads |
 //! | `POST /s/{scope}/witness` | the fault layer's page-side witness channel (armed scopes only) |
 //! | `GET /api/ledger/{scope}` | the scope's ledger; needs `Authorization: Bearer <key>` |
 //!
@@ -32,7 +33,7 @@ pub mod truth;
 
 pub use anomalies::SiteWitness;
 pub use ledger::{Ledger, LedgerEvent, LedgerKey, Scope};
-pub use task::{judge, locate_script};
+pub use task::{judge, locate_script, plan_script};
 pub use truth::Truth;
 
 use anomalies::{FaultBoard, NetworkState};

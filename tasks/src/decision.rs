@@ -347,6 +347,22 @@ pub fn embedded_default() -> Result<DecisionSet, DecisionError> {
             "tasks/decisions/select.jsonl",
             include_str!("../decisions/select.jsonl"),
         ),
+        (
+            "tasks/decisions/miniwob_click_tab.jsonl",
+            include_str!("../decisions/miniwob_click_tab.jsonl"),
+        ),
+        (
+            "tasks/decisions/miniwob_click_dialog.jsonl",
+            include_str!("../decisions/miniwob_click_dialog.jsonl"),
+        ),
+        (
+            "tasks/decisions/miniwob_enter_text.jsonl",
+            include_str!("../decisions/miniwob_enter_text.jsonl"),
+        ),
+        (
+            "tasks/decisions/miniwob_login_user.jsonl",
+            include_str!("../decisions/miniwob_login_user.jsonl"),
+        ),
     ] {
         set.extend(DecisionSet::parse(name, text)?);
     }

@@ -42,6 +42,12 @@ pub enum Expectation {
         /// The option the select must read back.
         option: String,
     },
+    /// What the MiniWoB++ page's own instruction (its `#query` box) asks holds on the
+    /// page; `task` is the MiniWoB++ task name, which says how to read the query.
+    MiniwobQuery {
+        /// The MiniWoB++ task name.
+        task: String,
+    },
 }
 
 impl Expectation {
@@ -50,6 +56,7 @@ impl Expectation {
         match self {
             Expectation::FieldText { text } | Expectation::NoteSaved { text } => text,
             Expectation::OptionChosen { option } => option,
+            Expectation::MiniwobQuery { task } => task,
             Expectation::SelectedItem { label }
             | Expectation::SelectedRowInFrame { label }
             | Expectation::ValueShown { label } => label,

@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 pub use crate::geometry::{IMAGE, VIEWPORT};
 pub use crate::task::{
     unscaled_point, ChartLayout, ChartMark, FormLayout, FrameLayout, GridItem, GridLayout,
-    LayoutSpec, OrderRow, SearchLayout, SelectLayout, TaskKind, UnscaledLanding,
+    LayoutSpec, MiniwobClickDialog, MiniwobClickTab, MiniwobEnterText, MiniwobLoginUser, OrderRow,
+    SearchLayout, SelectLayout, TaskKind, UnscaledLanding,
 };
 
 /// A task rendered in one seeded arrangement.
@@ -189,6 +190,12 @@ mod tests {
                         prop_assert!(within_viewport(&s.control));
                         prop_assert!(s.options[s.initial] != s.target);
                         prop_assert!(s.options.contains(&s.target));
+                    }
+                    LayoutSpec::MiniwobClickTab(_)
+                    | LayoutSpec::MiniwobClickDialog(_)
+                    | LayoutSpec::MiniwobEnterText(_)
+                    | LayoutSpec::MiniwobLoginUser(_) => {
+                        prop_assert!(l.target_rect().is_some_and(|r| within_viewport(&r)));
                     }
                 }
             }

@@ -81,6 +81,8 @@ pub struct Analysis<'a> {
     /// Infrastructure errors per policy, phase and kind, when the run used an external
     /// policy or stored any (`None` keeps a run without plugins exactly as before).
     pub infra: Option<crate::infra::InfraReport<'a>>,
+    /// Policy verdicts against an external suite's answer key (empty without one).
+    pub answer_key: Vec<tables::AnswerKeyRow>,
     /// `None` for a detection-only or older run: then nothing else differs from before.
     pub recovery: Option<Recovery<'a>>,
     /// Detection, fault × policy (caught / fired, summed over tasks).
@@ -110,6 +112,7 @@ impl<'a> Analysis<'a> {
         let faults = distinct(firing.iter().map(|f| f.fault));
         let comparisons = compare::comparisons(trials, verdicts, policies, &faults, cfg);
         let pooled = compare::pooled_caught(trials, verdicts, policies);
+        let answer_key = tables::answer_key(trials, verdicts, policies);
         let recovery = Recovery::analyse(&stored.episodes, policies, cfg);
 
         let detection_heatmap = Heatmap {
@@ -184,6 +187,7 @@ impl<'a> Analysis<'a> {
             comparisons,
             pooled,
             infra: crate::infra::InfraReport::new(&stored.infra_errors, &stored.external_policies),
+            answer_key,
             recovery,
             detection_heatmap,
             layer_heatmap,

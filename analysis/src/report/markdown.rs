@@ -212,6 +212,10 @@ pub(crate) fn markdown(s: &Analysis<'_>) -> Result<String> {
     }
     md.push_str("\nHow to read it: every fired faulty trial pooled across faults; the clustered standard error treats each layout as a cluster (with the C/(C-1) correction), so it exceeds the naive one when trials on the same layout succeed or fail together.\n\n");
 
+    if !s.answer_key.is_empty() {
+        answer_key_markdown(&mut md, s, &level);
+    }
+
     if let Some(r) = &s.recovery {
         recovery_markdown(&mut md, r, &level);
     }
@@ -474,4 +478,37 @@ fn recovery_markdown(md: &mut String, r: &Recovery<'_>, level: &str) {
     md.push_str("\nHow to read it: each row compares two policies on the same episodes (same task, fault, agent, layout and run, with the fault fired under both); the difference is B's success rate minus A's, and its interval resamples whole layouts, every run of both policies together. The score interval is Tango's on the effective sample size n_eff = n / DEFF (DEFF the design effect of the per-episode difference, so n_eff lies between the layouts and the episodes), and stands in for the bootstrap interval when that one has no width. b counts episodes only B recovered, c those only A recovered; with several runs per layout the test is Durkalski's clustered McNemar test, which counts each layout once (McNemar's exact test, used only when every layout has a single episode, would count every run as independent evidence).\n\n");
 
     md.push_str("![Recovery success rates](plots/recovery_bars.svg)\n\nHow to read it: one bar per policy within each task, its height the success rate over fired episodes, the whisker its clustered Wilson interval and n the fired episodes.\n\n");
+}
+
+/// The policy vs independent answer key section: each policy's verdicts on the external
+/// suite's trials against that suite's own reward.
+fn answer_key_markdown(md: &mut String, s: &Analysis<'_>, level: &str) {
+    let cfg = &s.cfg;
+    md.push_str(
+        "## Policy vs independent answer key
+
+",
+    );
+    let _ = writeln!(md, "| task | policy | n | agreement [{level} CI] | precision of Success [{level} CI] | recall of Success [{level} CI] |\n|---|---|---:|---:|---:|---:|");
+    for r in &s.answer_key {
+        let task = r
+            .task
+            .map_or_else(|| "pooled".to_string(), |t| t.to_string());
+        let _ = writeln!(
+            md,
+            "| {task} | {} | {} | {}/{} {} | {}/{} {} | {}/{} {} |",
+            r.policy,
+            r.n,
+            r.agree,
+            r.n,
+            rate_cell(cfg.proportion(r.agree, r.n).as_ref()),
+            r.both,
+            r.said_success,
+            rate_cell(cfg.proportion(r.both, r.said_success).as_ref()),
+            r.both,
+            r.key_success,
+            rate_cell(cfg.proportion(r.both, r.key_success).as_ref()),
+        );
+    }
+    md.push_str("\nHow to read it: the answer key here is MiniWoB++'s own in-page reward (success when the episode is done with raw reward 1), which nobody here wrote; the policies never read it. Over working trials and fired faulty trials, *agreement* counts verdicts that are Success exactly when the reward says success, *precision* is the share of Success verdicts the reward confirms, *recall* the share of rewarded successes the policy called Success. Pooled rows pool the suite's tasks.\n\n");
 }

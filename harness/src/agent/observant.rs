@@ -68,9 +68,11 @@ pub fn seen(expectation: &Expectation, text: &str) -> Seen {
             text.lines()
                 .any(|l| l.trim_end().ends_with(&format!(": {option}"))),
         ),
-        Expectation::SelectedItem { .. } | Expectation::SelectedRowInFrame { .. } => {
-            Seen::CannotTell
-        }
+        // A selection shown only by styling; a MiniWoB++ page's own query, which the
+        // observation's text does not answer.
+        Expectation::SelectedItem { .. }
+        | Expectation::SelectedRowInFrame { .. }
+        | Expectation::MiniwobQuery { .. } => Seen::CannotTell,
     }
 }
 

@@ -41,6 +41,9 @@ async fn oracle_reply(env: &Engine, layout: &Layout) -> Result<String> {
     let image = faultline_tasks::layout::IMAGE;
     // A scratch session: its ledger is released unread when it ends.
     let mut session = Session::open(env, layout, None, image).await?;
+    if let Some(js) = faultline_sites::plan_script(layout) {
+        return miniwob_reply(&session.rt().page, &js, env, image).await;
+    }
     let centre = locate(&session.rt().page, layout).await?;
     let p = centre.scale(env.viewport, image);
     let (x, y) = (p.x.round(), p.y.round());
@@ -82,7 +85,45 @@ async fn oracle_reply(env: &Engine, layout: &Layout) -> Result<String> {
             Ok(format!("{hover}\nanswer(\"{value}\")"))
         }
         TaskKind::Search => unreachable!("handled above"),
+        TaskKind::MiniwobClickTab
+        | TaskKind::MiniwobClickDialog
+        | TaskKind::MiniwobEnterText
+        | TaskKind::MiniwobLoginUser => unreachable!("MiniWoB++ tasks follow their plan above"),
     }
+}
+
+/// The oracle's reply on a MiniWoB++ page: the plan script reads the page's `#query` and
+/// the boxes of the elements it names; each click becomes an image-space point.
+async fn miniwob_reply(
+    page: &crate::engine::browser::TrialPage,
+    js: &str,
+    env: &Engine,
+    image: faultline_tasks::Size,
+) -> Result<String> {
+    let plan = page.eval(js).await?;
+    let steps = plan
+        .as_array()
+        .ok_or_else(|| anyhow!("the MiniWoB++ page's query or its elements were not found"))?;
+    let mut lines = Vec::new();
+    for step in steps {
+        let s = step.as_array().map(Vec::as_slice).unwrap_or_default();
+        match s {
+            [verb, x, y] if verb == "click" => {
+                let c = Point::new(
+                    x.as_f64().unwrap_or(f64::NAN),
+                    y.as_f64().unwrap_or(f64::NAN),
+                );
+                let p = c.scale(env.viewport, image);
+                lines.push(format!("click({}, {})", p.x.round(), p.y.round()));
+            }
+            [verb, text] if verb == "type" => {
+                let text = text.as_str().unwrap_or_default();
+                lines.push(format!("type({})", serde_json::to_string(text)?));
+            }
+            _ => bail!("the MiniWoB++ plan has a step the oracle does not know: {step}"),
+        }
+    }
+    Ok(lines.join("\n"))
 }
 
 /// Records and verifies the oracle decision for one layout.

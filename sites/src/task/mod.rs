@@ -22,6 +22,7 @@ mod chart;
 mod form;
 mod frame;
 mod grid;
+mod miniwob;
 mod search;
 mod select;
 
@@ -31,10 +32,12 @@ use crate::truth::Truth;
 use axum::Router;
 use faultline_faults::site::PageMod;
 use faultline_tasks::layout::{
-    ChartLayout, FormLayout, FrameLayout, GridLayout, SearchLayout, SelectLayout,
+    ChartLayout, FormLayout, FrameLayout, GridLayout, MiniwobClickDialog, MiniwobClickTab,
+    MiniwobEnterText, MiniwobLoginUser, SearchLayout, SelectLayout,
 };
 use faultline_tasks::task::{LayoutSpec, Task};
 use faultline_tasks::{Layout, TaskKind};
+use miniwob::MiniwobPlan;
 
 /// The pieces of a task that need the page.
 pub(crate) trait SiteTask: Task {
@@ -70,6 +73,10 @@ macro_rules! with_task {
             LayoutSpec::Chart($t) => $body,
             LayoutSpec::Form($t) => $body,
             LayoutSpec::Select($t) => $body,
+            LayoutSpec::MiniwobClickTab($t) => $body,
+            LayoutSpec::MiniwobClickDialog($t) => $body,
+            LayoutSpec::MiniwobEnterText($t) => $body,
+            LayoutSpec::MiniwobLoginUser($t) => $body,
         }
     };
 }
@@ -91,6 +98,11 @@ pub(crate) fn routes() -> Router<AppState> {
                 TaskKind::Chart => ChartLayout::routes(),
                 TaskKind::Form => FormLayout::routes(),
                 TaskKind::Select => SelectLayout::routes(),
+                // The vendored files' one route, merged once.
+                TaskKind::MiniwobClickTab => MiniwobClickTab::routes(),
+                TaskKind::MiniwobClickDialog
+                | TaskKind::MiniwobEnterText
+                | TaskKind::MiniwobLoginUser => Router::new(),
             })
         })
 }
@@ -104,6 +116,10 @@ pub(crate) fn events(task: TaskKind) -> &'static [&'static str] {
         TaskKind::Chart => ChartLayout::EVENTS,
         TaskKind::Form => FormLayout::EVENTS,
         TaskKind::Select => SelectLayout::EVENTS,
+        TaskKind::MiniwobClickTab => MiniwobClickTab::EVENTS,
+        TaskKind::MiniwobClickDialog => MiniwobClickDialog::EVENTS,
+        TaskKind::MiniwobEnterText => MiniwobEnterText::EVENTS,
+        TaskKind::MiniwobLoginUser => MiniwobLoginUser::EVENTS,
     }
 }
 
@@ -118,6 +134,24 @@ pub fn judge(layout: &Layout, ledger: &Ledger) -> Truth {
 /// task has no point to locate.
 pub fn locate_script(layout: &Layout) -> Option<String> {
     with_task!(&layout.spec, t => t.locate_js())
+}
+
+/// The oracle's whole plan for a MiniWoB++ layout: a script that evaluates, on its clean
+/// page, to the steps an ideal agent takes (`[["click", x, y], ["type", text], ...]`,
+/// viewport coordinates) or `null`; `None` for faultline's own tasks.
+pub fn plan_script(layout: &Layout) -> Option<String> {
+    match &layout.spec {
+        LayoutSpec::MiniwobClickTab(t) => Some(t.plan_js()),
+        LayoutSpec::MiniwobClickDialog(t) => Some(t.plan_js()),
+        LayoutSpec::MiniwobEnterText(t) => Some(t.plan_js()),
+        LayoutSpec::MiniwobLoginUser(t) => Some(t.plan_js()),
+        LayoutSpec::Search(_)
+        | LayoutSpec::Grid(_)
+        | LayoutSpec::Frame(_)
+        | LayoutSpec::Chart(_)
+        | LayoutSpec::Form(_)
+        | LayoutSpec::Select(_) => None,
+    }
 }
 
 /// A JSON string literal, for embedding a name in a script.

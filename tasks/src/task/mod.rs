@@ -54,6 +54,7 @@ mod chart;
 mod form;
 mod frame;
 mod grid;
+mod miniwob;
 mod search;
 mod select;
 
@@ -61,6 +62,9 @@ pub use chart::{ChartLayout, ChartMark};
 pub use form::FormLayout;
 pub use frame::{FrameLayout, OrderRow};
 pub use grid::{unscaled_point, GridItem, GridLayout, UnscaledLanding};
+pub use miniwob::{
+    MiniwobClickDialog, MiniwobClickTab, MiniwobEnterText, MiniwobLoginUser, MINIWOB_AREA,
+};
 pub use search::SearchLayout;
 pub use select::SelectLayout;
 
@@ -102,9 +106,10 @@ pub trait Task: Sized {
 }
 
 crate::named_enum! {
-    /// The tasks: the four reference tasks of the design brief, and two more that the
+    /// The tasks: the four reference tasks of the design brief, two more that the
     /// anomaly catalogue needs (a form whose server writes through an idempotency key,
-    /// and a native `<select>`).
+    /// and a native `<select>`), and MiniWoB++ tasks whose pages and answer key come
+    /// from that external suite.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
     #[serde(rename_all = "snake_case")]
     pub enum TaskKind: "task" {
@@ -120,6 +125,14 @@ crate::named_enum! {
         Form = "form",
         /// Choose an option of a native `<select>`.
         Select = "select",
+        /// MiniWoB++ `click-tab`: its page and its reward come from the external suite.
+        MiniwobClickTab = "miniwob_click_tab",
+        /// MiniWoB++ `click-dialog`: its page and its reward come from the external suite.
+        MiniwobClickDialog = "miniwob_click_dialog",
+        /// MiniWoB++ `enter-text`: its page and its reward come from the external suite.
+        MiniwobEnterText = "miniwob_enter_text",
+        /// MiniWoB++ `login-user`: its page and its reward come from the external suite.
+        MiniwobLoginUser = "miniwob_login_user",
     }
 }
 
@@ -130,6 +143,24 @@ impl TaskKind {
         TaskKind::Grid,
         TaskKind::Frame,
         TaskKind::Chart,
+    ];
+
+    /// faultline's own fixture tasks (the catalogue's), without the external suite.
+    pub const FIXTURE: [TaskKind; 6] = [
+        TaskKind::Search,
+        TaskKind::Grid,
+        TaskKind::Frame,
+        TaskKind::Chart,
+        TaskKind::Form,
+        TaskKind::Select,
+    ];
+
+    /// The MiniWoB++ tasks (pages and answer key from the external suite).
+    pub const MINIWOB: [TaskKind; 4] = [
+        TaskKind::MiniwobClickTab,
+        TaskKind::MiniwobClickDialog,
+        TaskKind::MiniwobEnterText,
+        TaskKind::MiniwobLoginUser,
     ];
 
     /// Position in report order.
@@ -149,6 +180,10 @@ impl TaskKind {
             TaskKind::Chart => ChartLayout::generate(rng, index).into_spec(),
             TaskKind::Form => FormLayout::generate(rng, index).into_spec(),
             TaskKind::Select => SelectLayout::generate(rng, index).into_spec(),
+            TaskKind::MiniwobClickTab => MiniwobClickTab::generate(rng, index).into_spec(),
+            TaskKind::MiniwobClickDialog => MiniwobClickDialog::generate(rng, index).into_spec(),
+            TaskKind::MiniwobEnterText => MiniwobEnterText::generate(rng, index).into_spec(),
+            TaskKind::MiniwobLoginUser => MiniwobLoginUser::generate(rng, index).into_spec(),
         }
     }
 
@@ -162,6 +197,10 @@ impl TaskKind {
             TaskKind::Chart => ChartLayout::expectation(named),
             TaskKind::Form => FormLayout::expectation(named),
             TaskKind::Select => SelectLayout::expectation(named),
+            TaskKind::MiniwobClickTab => MiniwobClickTab::expectation(named),
+            TaskKind::MiniwobClickDialog => MiniwobClickDialog::expectation(named),
+            TaskKind::MiniwobEnterText => MiniwobEnterText::expectation(named),
+            TaskKind::MiniwobLoginUser => MiniwobLoginUser::expectation(named),
         }
     }
 }
@@ -182,6 +221,14 @@ pub enum LayoutSpec {
     Form(FormLayout),
     /// The select task's layout.
     Select(SelectLayout),
+    /// The MiniWoB++ `click-tab` task's layout (its episode seed).
+    MiniwobClickTab(MiniwobClickTab),
+    /// The MiniWoB++ `click-dialog` task's layout (its episode seed).
+    MiniwobClickDialog(MiniwobClickDialog),
+    /// The MiniWoB++ `enter-text` task's layout (its episode seed).
+    MiniwobEnterText(MiniwobEnterText),
+    /// The MiniWoB++ `login-user` task's layout (its episode seed).
+    MiniwobLoginUser(MiniwobLoginUser),
 }
 
 /// Runs `$body` with `$t` bound to the task's layout, whatever the task.
@@ -194,6 +241,10 @@ macro_rules! with_task {
             LayoutSpec::Chart($t) => $body,
             LayoutSpec::Form($t) => $body,
             LayoutSpec::Select($t) => $body,
+            LayoutSpec::MiniwobClickTab($t) => $body,
+            LayoutSpec::MiniwobClickDialog($t) => $body,
+            LayoutSpec::MiniwobEnterText($t) => $body,
+            LayoutSpec::MiniwobLoginUser($t) => $body,
         }
     };
 }

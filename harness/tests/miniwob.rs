@@ -1,0 +1,148 @@
+//! The MiniWoB++ suite on a real fixture server and a real Chromium: the pages are
+//! hygienic (an idle page and a click on blank space change nothing; no reward text in
+//! anything a policy sees), and MiniWoB's seeding draws distinct, reproducible problems.
+
+mod common;
+
+use faultline::engine::session::Session;
+use faultline_tasks::layout::IMAGE;
+use faultline_tasks::seed::DEFAULT_ROOT_SEED;
+use faultline_tasks::{Layout, Point, TaskKind};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// The page's markup without its scripts (which carry the seed): what MiniWoB drew for
+/// this episode, the task area and anything it appended to the body (a dialog).
+const PROBLEM_JS: &str = "Array.from(document.body.children).filter((e) => e.tagName !== 'SCRIPT').map((e) => e.outerHTML).join('')";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_page_and_a_blank_click_change_nothing_and_no_reward_text_is_shown() {
+    let h = common::harness().await;
+    for task in TaskKind::MINIWOB {
+        let layout = Layout::for_root(DEFAULT_ROOT_SEED, task, 0);
+        let mut s = Session::open(&h.env, &layout, None, IMAGE).await.unwrap();
+        let (obs0, state0) = s.rt().observe_now().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let (obs1, state1) = s.rt().observe_now().await.unwrap();
+        assert_eq!(state0, state1, "{task}: the idle page changed");
+        assert_eq!(obs0.png, obs1.png, "{task}: the idle page's pixels changed");
+        // Blank space, right of the task area. A focused control (the dialog's close
+        // button) loses its focus ring, as on any page; nothing else may change.
+        let focused = s
+            .rt()
+            .page
+            .eval("document.activeElement !== null && document.activeElement !== document.body")
+            .await
+            .unwrap();
+        s.rt().page.click(Point::new(700.0, 500.0)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let (obs2, state2) = s.rt().observe_now().await.unwrap();
+        assert_eq!(state0, state2, "{task}: a blank click changed the page");
+        if focused != serde_json::Value::Bool(true) {
+            assert_eq!(
+                obs0.png, obs2.png,
+                "{task}: a blank click changed the pixels"
+            );
+        }
+        // No click canvas, no click stamps, no HUD, no START cover.
+        let traces = s
+            .rt()
+            .page
+            .eval("document.querySelectorAll('#click-canvas, [data-tampered], #reward-display, #sync-task-cover').length")
+            .await
+            .unwrap();
+        assert_eq!(traces, serde_json::json!(0), "{task}");
+        for text in [&obs0.text, &state0.top().unwrap().text] {
+            let lower = text.to_lowercase();
+            for leak in ["reward", "episodes done", "time left", "start"] {
+                assert!(!lower.contains(leak), "{task}: {leak:?} in {text:?}");
+            }
+        }
+        let (truth, _) = s.peek();
+        assert!(
+            !truth.achieved && truth.detail.starts_with("open"),
+            "{task}: {}",
+            truth.detail
+        );
+        // After a terminal event, the page does not start another episode (no START
+        // cover comes back): end it the way the page would, and look again.
+        s.rt()
+            .page
+            .eval("core.endEpisode(-1.0); true")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let (_, state3) = s.rt().observe_now().await.unwrap();
+        assert_eq!(
+            state0, state3,
+            "{task}: the end of the episode changed the page"
+        );
+        s.record(None).await.unwrap();
+        let (truth, _) = s.peek();
+        assert!(
+            !truth.achieved && truth.detail.contains("raw reward -1"),
+            "{task}: {}",
+            truth.detail
+        );
+        s.finish();
+    }
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forty_seeds_draw_forty_problems_and_a_seed_draws_the_same_one_twice() {
+    let h = common::harness().await;
+    for task in TaskKind::MINIWOB {
+        let mut problems = BTreeSet::new();
+        for index in 0..40 {
+            let layout = Layout::for_root(DEFAULT_ROOT_SEED, task, index);
+            let mut a = Session::open(&h.env, &layout, None, IMAGE).await.unwrap();
+            let pa = a.rt().page.eval(PROBLEM_JS).await.unwrap();
+            a.finish();
+            if index < 3 {
+                // A fresh context, the same seed: the same problem.
+                let mut b = Session::open(&h.env, &layout, None, IMAGE).await.unwrap();
+                let pb = b.rt().page.eval(PROBLEM_JS).await.unwrap();
+                b.finish();
+                assert_eq!(pa, pb, "{task} layout {index}");
+            }
+            problems.insert(pa.to_string());
+        }
+        assert_eq!(
+            problems.len(),
+            40,
+            "{task}: 40 seeds, {} problems",
+            problems.len()
+        );
+    }
+    h.shutdown().await;
+}
+
+/// Each MiniWoB++ task has a fault that changes MiniWoB's reward on a real page: the
+/// committed decision succeeds clean and does not under the fault.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fault_changes_the_reward_on_every_task() {
+    use faultline::engine::trial::run_trial;
+    use faultline_faults::{Fault, FaultPlan};
+    let h = common::harness().await;
+    let committed = faultline_tasks::decision::embedded_default().unwrap();
+    for task in TaskKind::MINIWOB {
+        let d = committed.find(task, DEFAULT_ROOT_SEED, 0).unwrap();
+        let clean = run_trial(&h.env, d, None).await.unwrap();
+        assert!(clean.truth.achieved, "{task}: {}", clean.truth.detail);
+        let fault = if task == TaskKind::MiniwobEnterText {
+            Fault::TokenLeak
+        } else {
+            Fault::ClickSwallowed
+        };
+        let faulty = run_trial(&h.env, d, Some(FaultPlan::new(fault, 7)))
+            .await
+            .unwrap();
+        assert!(
+            !faulty.truth.achieved,
+            "{task} under {fault}: {}",
+            faulty.truth.detail
+        );
+    }
+    h.shutdown().await;
+}
