@@ -110,13 +110,16 @@ impl RoundTrip {
                 Action::Hover { .. } => {
                     let p = viewport_point.expect("hovers have points");
                     x.last_pointer_into_iframe = false;
-                    self.page.hover(p).await?;
-                    x.hovered = true;
-                    if self
+                    let early_capture = self
                         .fault
                         .as_ref()
-                        .is_some_and(FaultPlan::skips_hover_settle)
-                    {
+                        .is_some_and(FaultPlan::skips_hover_settle);
+                    if early_capture {
+                        self.page.eval(super::observe::HOLD_TOOLTIP).await?;
+                    }
+                    self.page.hover(p).await?;
+                    x.hovered = true;
+                    if early_capture {
                         x.hover_clock = Some(self.page.page_now().await?);
                     }
                     let m = format!("Moved the mouse to {p}.");
