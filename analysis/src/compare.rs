@@ -36,7 +36,9 @@ pub struct Comparison {
     pub scope: String,
     /// The fault's id, or `*` for scope `all`.
     pub fault: String,
+    /// Policy A, the earlier of the two in the run's policy order.
     pub policy_a: String,
+    /// Policy B, the later of the two in the run's policy order.
     pub policy_b: String,
     /// Caught rates of A and B on the same trials, B minus A.
     pub paired: PairedOutcomes,
@@ -104,10 +106,13 @@ pub fn comparisons(
 /// comparison table (caught rate here, recovery success in `recovery`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairedOutcomes {
+    /// Paired observations (trials or episodes both policies were judged on).
     pub n: usize,
     /// Distinct cluster keys (layouts) among the pairs.
     pub clusters: usize,
+    /// Policy A's mean outcome over the pairs (its caught rate or success rate).
     pub mean_a: f64,
+    /// Policy B's mean outcome over the pairs.
     pub mean_b: f64,
     /// `mean_b - mean_a` with its cluster-bootstrap interval; `None` with fewer than two
     /// clusters.
@@ -120,6 +125,8 @@ pub struct PairedOutcomes {
     pub n_effective: f64,
     /// The design effect of the per-pair difference (1 for independent pairs).
     pub design_effect: f64,
+    /// The correlation of A's and B's outcomes across the pairs; `None` when undefined (an
+    /// outcome constant over the pairs).
     pub correlation: Option<f64>,
     /// The discordant counts: `b` pairs only B got right, `c` pairs only A got right (and
     /// McNemar's exact p, the test when pairs are independent).
@@ -149,10 +156,12 @@ impl PairedOutcomes {
 /// The paired test of a comparison.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PairedTestResult {
+    /// Which paired test was run.
     pub method: PairedTest,
     /// Durkalski's `X²`; `None` for the exact test, which has no statistic beyond `b` and
     /// `c`.
     pub statistic: Option<f64>,
+    /// The test's two-sided p-value.
     pub p_value: f64,
     /// Clusters whose discordant pairs do not cancel out (for independent pairs: the
     /// discordant pairs), the ones that carry evidence.
@@ -232,10 +241,14 @@ pub fn paired_outcomes<K: Ord + Clone>(
 /// layout-clustered standard error side by side.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PooledRate {
+    /// The policy.
     pub policy: String,
+    /// Its caught rate's standard error, naive and layout-clustered.
     pub se: ClusteredStandardError,
 }
 
+/// Each policy's caught rate pooled over every fired faulty trial, clustered by (task,
+/// layout index); a policy with no judged fired trial is left out.
 pub fn pooled_caught(
     trials: &[TrialRow],
     verdicts: &[VerdictRow],
@@ -312,6 +325,7 @@ fn notes(p: &PairedOutcomes) -> String {
         .join("; ")
 }
 
+/// `comparisons.csv`: one row per [`Comparison`], key columns then the paired columns.
 pub fn comparisons_csv(rows: &[Comparison], cfg: &AnalysisConfig) -> String {
     let mut out = format!(
         "scope,fault,policy_a,policy_b,{}\n",

@@ -13,7 +13,9 @@ faultline_tasks::named_enum! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
     #[serde(rename_all = "kebab-case")]
     pub enum ProportionMethod: "proportion method" {
+        /// Wilson's score interval (the default).
         Wilson = "wilson",
+        /// The exact (conservative) Clopper-Pearson interval.
         ClopperPearson = "clopper-pearson",
     }
 }
@@ -21,8 +23,11 @@ faultline_tasks::named_enum! {
 /// How the analysis computes its intervals. Recorded in the report.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct AnalysisConfig {
+    /// The confidence level of every interval (default 95%).
     pub level: Level,
+    /// The interval single proportions get (default Wilson).
     pub proportion: ProportionMethod,
+    /// Bootstrap resamples per interval (default 10,000).
     pub resamples: usize,
     /// Root of every bootstrap seed in the report.
     pub seed: u64,

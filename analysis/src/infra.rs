@@ -21,9 +21,11 @@ use std::fmt::Write as _;
 /// Infrastructure errors of one policy in one phase, of one kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InfraCount {
+    /// The policy that could not judge.
     pub policy: String,
     /// `detection` or `recovery` (from the item key).
     pub phase: String,
+    /// What went wrong: `spawn`, `crash`, `timeout`, `malformed`, `unknown_verdict` or `protocol`.
     pub kind: String,
     /// (item, policy) pairs with at least one error of this kind.
     pub items: u64,
@@ -143,8 +145,11 @@ pub fn external_policies(db: &ResultsDb) -> Result<Vec<String>> {
 /// every error (the report section).
 #[derive(Debug, Clone)]
 pub struct InfraReport<'a> {
+    /// Error counts per policy, phase and kind (`infra_errors.csv`).
     pub counts: Vec<InfraCount>,
+    /// Every stored infrastructure error.
     pub rows: &'a [InfraErrorRow],
+    /// The external policies the run used.
     pub external: &'a [String],
 }
 

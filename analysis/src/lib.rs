@@ -11,6 +11,8 @@
 //! - [`stats`]: the estimators; [`plots`]: the plot functions.
 //! - [`report`]: compute the analysis once, then write it (CSV, Markdown, plots).
 
+#![warn(missing_docs)]
+
 pub mod compare;
 pub mod config;
 pub mod db;

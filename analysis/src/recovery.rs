@@ -93,9 +93,13 @@ pub fn recovery_csv(episodes: &[&EpisodeRow]) -> String {
 /// cross-table over its fired episodes, and how many did not fire.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecoveryCell {
+    /// The task.
     pub task: TaskKind,
+    /// The fault armed in the episodes.
     pub fault: Fault,
+    /// The policy whose messages the agent was given.
     pub policy: String,
+    /// The agent.
     pub agent: String,
     /// Episodes whose fault fired: the only ones scored.
     pub n: u64,
@@ -225,8 +229,11 @@ pub fn detection_recovery_csv(cells: &[RecoveryCell]) -> String {
 /// How fired episodes ended, per task x policy x agent (summed over faults).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StopReasonRow {
+    /// The task.
     pub task: TaskKind,
+    /// The policy whose messages the agent was given.
     pub policy: String,
+    /// The agent.
     pub agent: String,
     /// Fired episodes.
     pub n: u64,
@@ -234,6 +241,8 @@ pub struct StopReasonRow {
     pub counts: [u64; StopReason::ALL.len()],
 }
 
+/// How fired episodes ended, per task x policy x agent (in task, policy, agent order);
+/// episodes whose fault did not fire are left out.
 pub fn stop_reasons(episodes: &[EpisodeRow], policies: &[String]) -> Vec<StopReasonRow> {
     let mut acc: BTreeMap<(usize, (usize, String), String), StopReasonRow> = BTreeMap::new();
     for e in episodes.iter().filter(|e| e.fired) {
@@ -268,8 +277,11 @@ pub struct RecoveryComparison {
     pub task: String,
     /// The fault, or `*` for scope `all`.
     pub fault: String,
+    /// The agent (never pooled across agents).
     pub agent: String,
+    /// Policy A, the earlier of the two in the run's policy order.
     pub policy_a: String,
+    /// Policy B, the later of the two in the run's policy order.
     pub policy_b: String,
     /// Success rates of A and B on the same episodes, B minus A.
     pub paired: PairedOutcomes,
@@ -464,8 +476,11 @@ pub fn recovery_gain_csv(rows: &[RecoveryComparison], cfg: &AnalysisConfig) -> S
 pub struct Recovery<'a> {
     /// Every episode, in report order.
     pub episodes: Vec<&'a EpisodeRow>,
+    /// One row per task x fault x policy x agent cell ([`recovery_cells`]).
     pub cells: Vec<RecoveryCell>,
+    /// How fired episodes ended ([`stop_reasons`]).
     pub stop_reasons: Vec<StopReasonRow>,
+    /// The paired policy comparisons on recovery success ([`recovery_comparisons`]).
     pub comparisons: Vec<RecoveryComparison>,
     /// The recovery gain of `outcome` over `unverified` ([`recovery_gain`]).
     pub gain: Vec<RecoveryComparison>,

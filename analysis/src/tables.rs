@@ -30,24 +30,36 @@ use std::fmt::Write as _;
 /// One row of `detection.csv`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DetectionRow {
+    /// The fault injected.
     pub fault: Fault,
+    /// The fault's round-trip stage.
     pub stage: Stage,
     /// The fault's catalogue layer ([`TrialRow::fault_layer`]).
     pub layer: Layer,
+    /// The task.
     pub task: TaskKind,
+    /// The policy that judged the trials.
     pub policy: String,
+    /// Faulty trials of this (fault, task) whose fault fired, judged by the policy.
     pub fired: u64,
+    /// Fired trials whose verdict agreed with the ledger.
     pub caught: u64,
+    /// Fired trials whose verdict disagreed with the ledger (`fired - caught`).
     pub missed: u64,
+    /// Fired trials on which the policy said anything but `success`, whatever the truth.
     pub alarms: u64,
 }
 
 /// One row of `false_alarms.csv`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FalseAlarmRow {
+    /// The task.
     pub task: TaskKind,
+    /// The policy that judged the trials.
     pub policy: String,
+    /// Working trials of the task judged by the policy (`outcome_failed` included).
     pub n_working: u64,
+    /// Working trials the ledger confirmed on which the policy said anything but `success`.
     pub false_alarms: u64,
     /// Working trials whose outcome the ledger did *not* confirm (not counted above).
     pub outcome_failed: u64,
@@ -56,13 +68,19 @@ pub struct FalseAlarmRow {
 /// Firing statistics per fault and task.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FiringRow {
+    /// The fault.
     pub fault: Fault,
+    /// The fault's round-trip stage.
     pub stage: Stage,
     /// The fault's catalogue layer ([`TrialRow::fault_layer`]).
     pub layer: Layer,
+    /// The task.
     pub task: TaskKind,
+    /// Faulty trials of this (fault, task).
     pub faulty_trials: u64,
+    /// Of those, trials where the fault left its witness.
     pub fired: u64,
+    /// Of those, trials where it left none (`faulty_trials - fired`).
     pub not_fired: u64,
     /// The distinct `not_fired_reason`s stored with the trials that did not fire, sorted.
     pub not_fired_reasons: Vec<String>,
@@ -74,7 +92,9 @@ pub struct FiringRow {
 /// tasks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LayerRow {
+    /// The catalogue layer.
     pub layer: Layer,
+    /// The policy that judged the trials.
     pub policy: String,
     /// Distinct faults of the layer with fired trials judged by the policy.
     pub faults: usize,
@@ -82,6 +102,7 @@ pub struct LayerRow {
     pub tasks: usize,
     /// Fired faulty trials judged by the policy.
     pub fired: u64,
+    /// Of `fired`, trials whose verdict agreed with the ledger.
     pub caught: u64,
     /// `caught / fired` with its Wilson interval on the effective sample size, the clusters
     /// being the (task, layout) pairs; `None` only if it could not be computed.
@@ -92,11 +113,15 @@ pub struct LayerRow {
 /// each policy did on the trials where it fired.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CatalogueRow {
+    /// The fault's catalogue layer.
     pub layer: Layer,
+    /// The fault.
     pub fault: Fault,
     /// The tasks it had faulty trials on, in task order.
     pub tasks: Vec<TaskKind>,
+    /// Faulty trials of the fault, over all its tasks.
     pub faulty_trials: u64,
+    /// Of those, trials where the fault left its witness.
     pub fired: u64,
     /// `(caught, fired)` for each policy, in the order the policies were given; `fired`
     /// counts the fired trials the policy judged.
@@ -466,7 +491,9 @@ pub fn false_alarms_csv(rows: &[FalseAlarmRow], cfg: &AnalysisConfig) -> String 
 /// `None` for the row pooled over the suite's tasks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AnswerKeyRow {
+    /// The external-suite task, or `None` for the row pooled over the suite's tasks.
     pub task: Option<TaskKind>,
+    /// The verification policy whose verdicts are compared with the answer key.
     pub policy: String,
     /// Trials judged: working trials and fired faulty trials.
     pub n: u64,

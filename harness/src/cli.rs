@@ -23,10 +23,12 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(name = "faultline", version, about, long_about = None)]
 pub struct Cli {
+    /// The subcommand to run.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// faultline's subcommands (each variant's doc comment is its `--help` text).
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run an experiment (the embedded default when given nothing) and write its report.
@@ -68,6 +70,7 @@ pub enum Command {
     Baseline(BaselineCommand),
 }
 
+/// `faultline merge`: the shard directories to merge and where.
 #[derive(Debug, Args)]
 pub struct MergeArgs {
     /// The shard directories (each written by `faultline run --shard I/N`).
@@ -78,6 +81,7 @@ pub struct MergeArgs {
     pub out: PathBuf,
 }
 
+/// `faultline gate`: the two runs, the rules and where to write the verdict.
 #[derive(Debug, Args)]
 pub struct GateArgs {
     /// The reference: a run directory, a results.sqlite or a baseline .json file.
@@ -103,12 +107,14 @@ pub struct GateArgs {
     pub allow_incomparable: bool,
 }
 
+/// `faultline baseline`'s subcommands.
 #[derive(Debug, Subcommand)]
 pub enum BaselineCommand {
     /// Write a run's baseline file: its identity and every item's outcome (JSON).
     Export(BaselineExportArgs),
 }
 
+/// `faultline baseline export`: the run and the baseline file to write.
 #[derive(Debug, Args)]
 pub struct BaselineExportArgs {
     /// The run directory (or its results.sqlite).
@@ -118,6 +124,7 @@ pub struct BaselineExportArgs {
     pub out: PathBuf,
 }
 
+/// `faultline view`: the run and where to write its trace viewer.
 #[derive(Debug, Args)]
 pub struct ViewArgs {
     /// The run directory (or its results.sqlite).
@@ -128,6 +135,7 @@ pub struct ViewArgs {
     pub out: Option<PathBuf>,
 }
 
+/// `faultline list`: what to list and how.
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// What to list: `faults`, `tasks`, `policies` or `agents`.
@@ -138,6 +146,7 @@ pub struct ListArgs {
     pub json: bool,
 }
 
+/// `faultline run`: the experiment, the run directory and the overrides.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Experiment config: a TOML file, or the name of an embedded config (`default`).
@@ -176,6 +185,7 @@ pub struct RunArgs {
     pub max_episodes: Option<usize>,
 }
 
+/// `faultline serve`: where to listen and which layouts to list.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Address to bind; loopback by default.
@@ -189,6 +199,7 @@ pub struct ServeArgs {
     pub layouts: u32,
 }
 
+/// `faultline record`: the agent, the layouts and where the decisions go.
 #[derive(Debug, Args)]
 pub struct RecordArgs {
     /// Which agent records: `oracle` (reads the target through CDP; needs no model) or
@@ -215,6 +226,7 @@ pub struct RecordArgs {
     pub out: Option<PathBuf>,
 }
 
+/// `faultline import`: the trajectory file, its format and task, and where the decisions go.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// The trajectory file (JSON lines).
@@ -240,6 +252,7 @@ pub struct ImportArgs {
     pub out: Option<PathBuf>,
 }
 
+/// `faultline report`: the database, the output directory and the interval settings.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// A run's results.sqlite.

@@ -48,23 +48,32 @@ pub const EMBEDDED: &[(&str, &str)] = &[
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
+    /// The root seed every layout, trial and episode seed derives from (default 1).
     pub seed: Option<u64>,
+    /// Layouts per task (1 to 10000; default 40).
     pub layouts: Option<u32>,
+    /// Concurrent trials and episodes (at most 64; 0 or absent: [`default_jobs`]).
     pub jobs: Option<usize>,
+    /// Task names (default: the four reference tasks).
     pub tasks: Option<Vec<String>>,
+    /// Policy names, built-in or `[[policy]]` (default: the built-in policies).
     pub policies: Option<Vec<String>>,
     /// `"auto"` (committed decisions when they cover the run, else record with the
     /// oracle) or a path to a decision JSONL file.
     pub decisions: Option<String>,
     /// Fault selectors (ids, globs, `layer:NAME`, `stage:NAME`, `reference`, `all`).
     pub faults: Option<Vec<String>>,
+    /// The `[timing]` section: the round trip's waits.
     pub timing: Option<TimingFile>,
+    /// The `[browser]` section: which Chromium to run.
     pub browser: Option<BrowserFile>,
+    /// The `[recovery]` section: the recovery experiment.
     pub recovery: Option<RecoveryFile>,
     /// The OpenAI-compatible endpoint, for `recovery.agent = "openai"` and
     /// `faultline record --agent openai`. The key is never here: it comes from
     /// `FAULTLINE_API_KEY` or `OPENAI_API_KEY`.
     pub openai: Option<OpenAiConfig>,
+    /// The `[cassette]` section: where model calls are recorded and replayed.
     pub cassette: Option<CassetteFile>,
     /// External verification policies (`[[policy]]`), usable wherever a built-in
     /// policy's name is.
@@ -77,6 +86,7 @@ pub struct ConfigFile {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginFile {
+    /// The policy's name, as the config's `policies` lists use it.
     pub name: String,
     /// The program and its arguments (no shell); relative paths are relative to the
     /// working directory.
@@ -89,6 +99,8 @@ pub struct PluginFile {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExecFile {
+    /// The program and its arguments (no shell); relative paths are relative to the
+    /// working directory.
     pub command: Vec<String>,
     /// Per-request timeout (default 10000 ms).
     pub timeout_ms: Option<u64>,
@@ -109,9 +121,11 @@ pub struct CassetteFile {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecoveryFile {
+    /// Whether the recovery experiment runs (default: true when the section is present).
     pub enabled: Option<bool>,
     /// The first N layouts of each task.
     pub layouts: Option<u32>,
+    /// Policies the agent is told by (default: `unverified`, `generic`, `outcome`).
     pub policies: Option<Vec<String>>,
     /// Repetitions of every (task, fault, policy, layout).
     pub runs: Option<u32>,
@@ -127,25 +141,34 @@ pub struct RecoveryFile {
     pub faults: Option<Vec<String>>,
 }
 
+/// The `[timing]` section: the round trip's waits, in milliseconds (see [`Timing`]).
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TimingFile {
+    /// Wait after a click, key, typing or scroll before observing (default 120).
     pub settle_ms: Option<u64>,
+    /// Wait after a hover before observing (default 1400).
     pub hover_settle_ms: Option<u64>,
+    /// How long to wait for a navigation an action started (500 to 60000; default 4000).
     pub navigation_timeout_ms: Option<u64>,
 }
 
+/// The `[browser]` section.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BrowserFile {
+    /// The Chromium executable (default: `$FAULTLINE_CHROMIUM`, else found on the PATH).
     pub executable: Option<PathBuf>,
 }
 
 /// Overrides from the command line.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Overrides {
+    /// `--seed`: the root seed.
     pub seed: Option<u64>,
+    /// `--layouts`: layouts per task.
     pub layouts: Option<u32>,
+    /// `--jobs`: concurrent trials and episodes.
     pub jobs: Option<usize>,
     /// `--faults`: selectors replacing the config's `faults`.
     pub faults: Option<Vec<String>>,
@@ -155,7 +178,10 @@ pub struct Overrides {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "path")]
 pub enum DecisionSource {
+    /// The committed decisions when they cover the run's seed, tasks and layouts; otherwise
+    /// fresh ones recorded with the oracle into the run directory.
     Auto,
+    /// A decision JSONL file.
     File(PathBuf),
 }
 
@@ -164,23 +190,34 @@ pub enum DecisionSource {
 pub struct ExperimentConfig {
     /// The config's name or path.
     pub source: String,
+    /// The root seed every layout, trial and episode seed derives from.
     pub seed: u64,
+    /// Layouts per task.
     pub layouts: u32,
     /// Concurrent trials. Not part of what a run *is*: resuming with another value is fine.
     pub jobs: usize,
+    /// The tasks, in config order.
     pub tasks: Vec<TaskKind>,
+    /// The policies every trial is judged by, in report order.
     pub policies: Vec<String>,
+    /// Where the recorded decisions come from.
     pub decisions: DecisionSource,
     /// The faults of the detection experiment, in catalogue order; each runs on every
     /// configured task it applies to.
     pub faults: Vec<Fault>,
+    /// The round trip's waits.
     pub timing: Timing,
+    /// The viewport every page is laid out for.
     pub viewport: Size,
+    /// The screenshot size a model sees.
     pub image: Size,
+    /// The configured Chromium executable (`None`: found at launch).
     pub chromium: Option<PathBuf>,
+    /// The recovery experiment.
     pub recovery: RecoveryConfig,
     /// The model endpoint (defaults filled in), used only by the `openai` agent.
     pub openai: OpenAiConfig,
+    /// Where model calls are recorded and replayed.
     pub cassette: CassetteConfig,
     /// External verification policies (absent from the stored config when there are
     /// none, so runs without plugins keep their identity).
@@ -194,7 +231,10 @@ pub struct ExperimentConfig {
 /// Where the cassette is and how it answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CassetteConfig {
+    /// The cassette file (`None`: `cassette.jsonl` in the run directory; see
+    /// [`CassetteConfig::path_in`]).
     pub path: Option<PathBuf>,
+    /// Record, replay or auto.
     pub mode: CassetteMode,
 }
 
@@ -210,14 +250,19 @@ impl CassetteConfig {
 /// The recovery experiment, resolved.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RecoveryConfig {
+    /// Whether the recovery experiment runs.
     pub enabled: bool,
     /// The first `layouts` layouts of each task (at most the detection's layouts).
     pub layouts: u32,
+    /// The policies the agents are told by.
     pub policies: Vec<String>,
+    /// Repetitions of every (task, fault, policy, layout, agent) episode (1 to 100).
     pub runs: u32,
     /// The agents, by canonical registry name; every episode runs once per agent.
     pub agents: Vec<String>,
+    /// The agent's budget and the step cap.
     pub limits: EpisodeLimits,
+    /// The faults of the episodes, in catalogue order.
     pub faults: Vec<Fault>,
 }
 
@@ -263,7 +308,9 @@ fn pairs(tasks: &[TaskKind], faults: &[Fault]) -> Vec<(TaskKind, Fault)> {
 
 /// The config text as passed: its name and contents.
 pub struct ConfigText {
+    /// `embedded:<name>` for an embedded config, else the file's path.
     pub name: String,
+    /// The TOML text.
     pub text: String,
 }
 

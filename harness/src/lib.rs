@@ -15,6 +15,8 @@
 //!   [`error`]: the usage error and the exit codes, in one place; [`signals`]: what
 //!   SIGINT, SIGTERM and SIGHUP mean.
 
+#![warn(missing_docs)]
+
 pub mod agent;
 pub mod cli;
 pub mod config;

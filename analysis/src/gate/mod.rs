@@ -70,8 +70,11 @@ pub struct Comparability {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
+    /// The cell moved the wrong way by more than its margin, and the rules' test confirms it.
     Regression,
+    /// The cell moved the right way by more than its margin, and the rules' test confirms it.
     Improvement,
+    /// Neither: within the margin, or not confirmed by the test.
     Unchanged,
     /// No paired items (e.g. the fault fired in neither run).
     NoData,
@@ -80,11 +83,15 @@ pub enum Status {
 /// One compared cell: a detection, false-alarm or recovery rate in both runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CellResult {
+    /// What the cell measures (detection, false alarms or recovery).
     pub metric: Metric,
     /// `fault`, `task`, `policy` and (recovery) `agent`, as far as the metric has them.
     pub fault: Option<String>,
+    /// The task.
     pub task: String,
+    /// The policy judged (detection, false alarms) or whose messages the agent got (recovery).
     pub policy: String,
+    /// The agent (recovery cells only).
     pub agent: Option<String>,
     /// Paired items.
     pub n: usize,
@@ -92,14 +99,18 @@ pub struct CellResult {
     pub clusters: usize,
     /// Successes (caught, false alarms, recovered) out of `n`, in each run.
     pub baseline_count: usize,
+    /// Successes out of `n` in the candidate run.
     pub candidate_count: usize,
+    /// `baseline_count / n` (0 without paired items).
     pub baseline_rate: f64,
+    /// `candidate_count / n` (0 without paired items).
     pub candidate_rate: f64,
     /// Candidate minus baseline.
     pub difference: f64,
     /// The interval of the difference: the layout-cluster bootstrap's, or Tango's score
     /// interval when the bootstrap is degenerate (`None` only without paired items).
     pub ci_low: Option<f64>,
+    /// The upper end of the interval of the difference (see `ci_low`).
     pub ci_high: Option<f64>,
     /// How the interval was computed (`bca-cluster-bootstrap`, `tango-paired`, ...).
     pub interval_method: Option<String>,
@@ -109,9 +120,13 @@ pub struct CellResult {
     pub mcnemar_p: f64,
     /// Which paired test gave `mcnemar_p` (`mcnemar-exact` or `mcnemar-clustered`).
     pub test_method: Option<String>,
+    /// Discordant items the candidate got wrong and the baseline right.
     pub worse: u64,
+    /// Discordant items the candidate got right and the baseline wrong.
     pub better: u64,
+    /// The metric's margin from the rules (a fraction of 1).
     pub margin: f64,
+    /// What the gate concluded for this cell.
     pub status: Status,
 }
 
@@ -134,15 +149,20 @@ impl CellResult {
 /// One absolute bound checked on the candidate.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FloorResult {
+    /// The bound as the rules state it.
     pub floor: Floor,
     /// Pooled over the matching cells.
     pub count: usize,
+    /// Matching items (the denominator of `rate`).
     pub n: usize,
+    /// `count / n`; `None` when no item matched.
     pub rate: Option<f64>,
+    /// Whether the rate is within the bound (a bound with no matching items passes).
     pub passed: bool,
 }
 
 impl FloorResult {
+    /// The bound as one line, e.g. `detection policy=outcome >= 0.95` (for test names).
     pub fn name(&self) -> String {
         self.floor.describe()
     }
@@ -151,26 +171,36 @@ impl FloorResult {
 /// The gate's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GateReport {
+    /// Always `faultline-gate` (the JSON output's format tag).
     pub format: &'static str,
+    /// The gate report format version (1).
     pub version: u32,
+    /// The baseline input's name, as given on the command line.
     pub baseline: String,
+    /// The candidate input's name, as given on the command line.
     pub candidate: String,
+    /// Whether the runs were comparable, and the warnings.
     pub comparability: Comparability,
+    /// The rules the cells were judged by.
     pub rules: Rules,
     /// Every cell: regressions first, then improvements, then the rest, each in key order.
     pub cells: Vec<CellResult>,
+    /// Every absolute bound of the rules, checked on the candidate.
     pub floors: Vec<FloorResult>,
 }
 
 impl GateReport {
+    /// The cells that regressed.
     pub fn regressions(&self) -> impl Iterator<Item = &CellResult> {
         self.cells.iter().filter(|c| c.status == Status::Regression)
     }
+    /// The cells that improved.
     pub fn improvements(&self) -> impl Iterator<Item = &CellResult> {
         self.cells
             .iter()
             .filter(|c| c.status == Status::Improvement)
     }
+    /// The bounds the candidate did not meet.
     pub fn failed_floors(&self) -> impl Iterator<Item = &FloorResult> {
         self.floors.iter().filter(|f| !f.passed)
     }

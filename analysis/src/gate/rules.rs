@@ -29,8 +29,11 @@ faultline_tasks::named_enum! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
     #[serde(rename_all = "snake_case")]
     pub enum Metric: "metric" {
+        /// Caught / fired faulty trials per (fault, task, policy); higher is better.
         Detection = "detection",
+        /// Alarms / ledger-confirmed working trials per (task, policy); lower is better.
         FalseAlarms = "false_alarms",
+        /// Recovered / fired episodes per (task, fault, policy, agent); higher is better.
         Recovery = "recovery",
     }
 }
@@ -77,17 +80,24 @@ impl Default for MetricRule {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Floor {
+    /// The metric whose pooled rate is bounded.
     pub metric: Metric,
+    /// Only cells of this policy (all policies when `None`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,
+    /// Only cells of this task (all tasks when `None`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
+    /// Only cells of this fault id (all faults when `None`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<String>,
+    /// Only cells of this agent (recovery only; all agents when `None`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The smallest acceptable rate, in [0, 1].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min: Option<f64>,
+    /// The largest acceptable rate, in [0, 1].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<f64>,
 }
@@ -120,12 +130,19 @@ impl Floor {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Rules {
+    /// The confidence level of the paired test and the intervals (default 0.95).
     pub level: Level,
+    /// Which test confirms a change beyond the margin (default McNemar's).
     pub significance: Significance,
+    /// Bootstrap resamples for the intervals (at least 100; default 2000).
     pub resamples: usize,
+    /// The rule for detection cells (caught / fired per fault, task, policy).
     pub detection: MetricRule,
+    /// The rule for false-alarm cells (alarms / confirmed working trials per task, policy).
     pub false_alarms: MetricRule,
+    /// The rule for recovery cells (recovered / fired episodes per task, fault, policy, agent).
     pub recovery: MetricRule,
+    /// The absolute bounds on the candidate (`[[floor]]` sections).
     #[serde(rename = "floor")]
     pub floors: Vec<Floor>,
 }
@@ -189,6 +206,7 @@ impl Rules {
         Ok(rules)
     }
 
+    /// The rule for `metric`.
     pub fn rule(&self, metric: Metric) -> &MetricRule {
         match metric {
             Metric::Detection => &self.detection,

@@ -18,16 +18,23 @@ pub const BASELINE_VERSION: u32 = 1;
 /// What makes two runs comparable, from the run's manifest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Identity {
+    /// The run's root seed (`root_seed`).
     pub root_seed: serde_json::Value,
+    /// The number of layouts per task (`layouts`).
     pub layouts: serde_json::Value,
+    /// The tasks run (`tasks`).
     pub tasks: serde_json::Value,
+    /// The fault selection (`faults`).
     pub faults: serde_json::Value,
     /// The decisions' content hash when the manifest has one, else their description.
     pub decisions: serde_json::Value,
     /// The recovery design without its policy list (policies may differ between runs).
     pub recovery: serde_json::Value,
+    /// The Chromium version the run used (a difference is only a warning).
     pub chromium_version: Option<String>,
+    /// The git commit faultline was built from, when known.
     pub git_commit: Option<String>,
+    /// The faultline version that made the run.
     pub faultline_version: Option<String>,
 }
 
@@ -60,11 +67,14 @@ impl Identity {
 /// One detection trial: its key, cell and every policy's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrialOutcome {
+    /// The trial key ([`crate::db::TrialRow::trial_key`]).
     pub key: String,
+    /// The task's name.
     pub task: String,
     /// `None` on working trials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<String>,
+    /// The layout index (the layout cluster of the paired statistics).
     pub layout: u32,
     /// `None` on working trials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -92,13 +102,21 @@ impl TrialOutcome {
 /// One recovery episode: its key, cell and outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpisodeOutcome {
+    /// The episode key ([`crate::db::EpisodeRow::episode_key`]).
     pub key: String,
+    /// The task's name.
     pub task: String,
+    /// The fault id.
     pub fault: String,
+    /// The policy whose messages the agent was given.
     pub policy: String,
+    /// The agent's name.
     pub agent: String,
+    /// The layout index (the layout cluster of the paired statistics).
     pub layout: u32,
+    /// Whether the fault left a witness at any step.
     pub fired: bool,
+    /// The ledger's verdict at the end of the episode.
     pub success: bool,
 }
 
@@ -109,6 +127,7 @@ pub struct Snapshot {
     pub format: String,
     /// [`BASELINE_VERSION`].
     pub version: u32,
+    /// What makes the run comparable to another.
     pub identity: Identity,
     /// The run's policies, in report order.
     pub policies: Vec<String>,

@@ -20,8 +20,11 @@ pub struct Stored {
     pub manifest: Option<String>,
     /// The policy order recorded with the run ([`run_policies`]).
     pub policies: Vec<String>,
+    /// Every stored trial, detection and others, in stored order.
     pub trials: Vec<TrialRow>,
+    /// Every stored policy verdict on a trial.
     pub verdicts: Vec<VerdictRow>,
+    /// Every stored recovery episode (empty for a detection-only run).
     pub episodes: Vec<EpisodeRow>,
     /// Items an external policy could not judge (never verdicts).
     pub infra_errors: Vec<crate::db::InfraErrorRow>,
@@ -30,6 +33,7 @@ pub struct Stored {
 }
 
 impl Stored {
+    /// Reads everything the analysis needs from `db`.
     pub fn load(db: &ResultsDb) -> Result<Stored> {
         Ok(Stored {
             manifest: db.meta("manifest")?,
@@ -46,7 +50,9 @@ impl Stored {
 /// One heatmap's input: its cells and its rows, in order (the columns are the policies).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Heatmap {
+    /// One cell per (row, policy) that has trials.
     pub cells: Vec<HeatmapCell>,
+    /// The row labels, in display order.
     pub rows: Vec<String>,
 }
 
@@ -54,6 +60,7 @@ pub struct Heatmap {
 /// before screenshot could be read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Overlay {
+    /// The trial the overlay is drawn from.
     pub trial_key: String,
     /// The before screenshot (PNG).
     pub png: Vec<u8>,
@@ -66,17 +73,27 @@ pub struct Overlay {
 /// The whole analysis of one run.
 #[derive(Debug, Clone)]
 pub struct Analysis<'a> {
+    /// How intervals are computed (level, method, resamples, seed).
     pub cfg: AnalysisConfig,
+    /// The run's manifest (JSON), when recorded.
     pub manifest: Option<&'a str>,
+    /// The policy order of the run ([`Stored::policies`]).
     pub policies: &'a [String],
     /// Each fault once, in report order (layer, then fault id).
     pub faults: Vec<Fault>,
+    /// `detection.csv`'s rows.
     pub detection: Vec<DetectionRow>,
+    /// `false_alarms.csv`'s rows.
     pub false_alarms: Vec<FalseAlarmRow>,
+    /// How often each fault fired, per task.
     pub firing: Vec<FiringRow>,
+    /// `layers.csv`'s rows: detection per catalogue layer and policy.
     pub layers: Vec<LayerRow>,
+    /// The catalogue view: each fault with its firing and its detection per policy.
     pub catalogue: Vec<CatalogueRow>,
+    /// The paired policy comparisons (per fault and over all faults).
     pub comparisons: Vec<Comparison>,
+    /// Each policy's caught rate pooled over every fired trial, with its clustered standard error.
     pub pooled: Vec<PooledRate>,
     /// Infrastructure errors per policy, phase and kind, when the run used an external
     /// policy or stored any (`None` keeps a run without plugins exactly as before).
@@ -95,6 +112,8 @@ pub struct Analysis<'a> {
     pub forest: Vec<ForestRow>,
     /// The recovery bars (empty without episodes).
     pub recovery_bars: Vec<BarPoint>,
+    /// The click overlay's input (`None` when no fired `execute.unscaled_coordinates` trial
+    /// has a readable screenshot).
     pub overlay: Option<Overlay>,
 }
 

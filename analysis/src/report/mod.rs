@@ -22,12 +22,17 @@ use std::path::{Path, PathBuf};
 /// The files a report run wrote.
 #[derive(Debug, Clone, Default)]
 pub struct ReportFiles {
+    /// `detection.csv`: caught, missed and alarms per fault, task and policy.
     pub detection_csv: PathBuf,
     /// Detection per catalogue layer and policy.
     pub layers_csv: PathBuf,
+    /// `false_alarms.csv`: false alarms on confirmed working trials per task and policy.
     pub false_alarms_csv: PathBuf,
+    /// `comparisons.csv`: the paired policy comparisons on detection.
     pub comparisons_csv: PathBuf,
+    /// `report.md`: the report itself.
     pub report_md: PathBuf,
+    /// Every plot written (SVG and PNG), in writing order.
     pub plots: Vec<PathBuf>,
     /// The recovery tables; `None` when the run has no episodes (none were written).
     pub recovery: Option<RecoveryFiles>,
@@ -52,6 +57,7 @@ pub struct RecoveryFiles {
 /// records what it wrote in `files`. Writers never compute; two runs on the same analysis
 /// write the same bytes.
 pub trait Report {
+    /// Writes this writer's files for `analysis` under `out` and adds their paths to `files`.
     fn write(&self, analysis: &Analysis<'_>, out: &Path, files: &mut ReportFiles) -> Result<()>;
 }
 

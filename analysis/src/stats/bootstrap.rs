@@ -21,7 +21,9 @@ pub const DEFAULT_SEED: u64 = 0x5eed_fa17;
 pub struct BootstrapConfig {
     /// Number of resamples (default 10,000: enough for stable 95% BCa endpoints).
     pub resamples: usize,
+    /// The confidence level of the intervals.
     pub level: Level,
+    /// The resampling RNG's seed: with the data and `resamples`, it fixes the intervals.
     pub seed: u64,
 }
 
@@ -40,7 +42,9 @@ impl Default for BootstrapConfig {
 /// `bca.method` is `bootstrap-percentile` when BCa had to fall back (see `bca.note`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BootstrapIntervals {
+    /// The percentile interval.
     pub percentile: Estimate,
+    /// The bias-corrected and accelerated (BCa) interval.
     pub bca: Estimate,
     /// BCa bias correction z0; `None` when it is infinite or the distribution is degenerate.
     pub bias_correction: Option<f64>,

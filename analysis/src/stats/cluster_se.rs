@@ -11,6 +11,7 @@ use super::{ClusteredSample, Estimate, Level, Method, StatsError};
 /// the same layout succeed or fail together.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ClusteredStandardError {
+    /// The sample mean `ȳ` over all observations.
     pub mean: f64,
     /// `s / sqrt(n)`, with `s` the sample standard deviation (n - 1 denominator); for 0/1
     /// data this is `sqrt(p(1-p)/(n-1))`.
@@ -19,7 +20,9 @@ pub struct ClusteredStandardError {
     /// intercept-only model, the C/(C-1) factor correcting its downward bias with few
     /// clusters.
     pub clustered_se: f64,
+    /// Observations in all.
     pub n: usize,
+    /// Clusters (`C`).
     pub clusters: usize,
 }
 

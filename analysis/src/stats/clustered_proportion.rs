@@ -29,6 +29,7 @@ pub struct ClusteredProportion {
     /// Point `successes / n`, the interval, `n`, `clusters` and method
     /// [`Method::WilsonClustered`]; `note` says when the design effect fell back to its cap.
     pub estimate: Estimate,
+    /// Observations equal to 1.
     pub successes: u64,
     /// The design effect applied, after the floor at 1 and the cap at the mean cluster size.
     pub design_effect: f64,

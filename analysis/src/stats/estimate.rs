@@ -131,11 +131,15 @@ impl fmt::Display for Method {
 /// `bootstrap-percentile` and `note` says why, so a table can never misreport it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
+    /// The point estimate.
     pub point: f64,
+    /// The interval's lower end.
     pub lower: f64,
+    /// The interval's upper end.
     pub upper: f64,
     /// The confidence level as a fraction (0.95).
     pub level: f64,
+    /// How the interval was computed (the method actually used, after any fallback).
     pub method: Method,
     /// Number of observations (trials, or pairs for a paired difference).
     pub n: usize,

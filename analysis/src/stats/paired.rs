@@ -19,7 +19,9 @@ pub struct PairedDifference {
     /// Pearson correlation of A's and B's outcomes over all pairs; `None` when either
     /// policy's outcomes have zero variance (e.g. B never succeeds), where it is undefined.
     pub correlation: Option<f64>,
+    /// A's mean outcome over all pairs.
     pub mean_a: f64,
+    /// B's mean outcome over all pairs.
     pub mean_b: f64,
 }
 

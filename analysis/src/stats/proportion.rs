@@ -16,6 +16,7 @@ pub struct Proportion {
 }
 
 impl Proportion {
+    /// `successes` out of `n` trials; an error when `n` is 0 or `successes > n`.
     pub fn new(successes: u64, n: u64) -> Result<Self, StatsError> {
         if n == 0 {
             return Err(StatsError::EmptySample);
@@ -32,10 +33,12 @@ impl Proportion {
         Self::new(successes, outcomes.len() as u64)
     }
 
+    /// The number of successes.
     pub fn successes(self) -> u64 {
         self.successes
     }
 
+    /// The number of trials (at least 1).
     pub fn n(self) -> u64 {
         self.n
     }

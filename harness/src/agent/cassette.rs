@@ -53,8 +53,11 @@ impl CassetteMode {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CassetteEntry {
+    /// The SHA-256 (hex) of the canonical request.
     pub key: String,
+    /// The canonical request (images replaced by placeholders), for reading the cassette.
     pub request: Value,
+    /// The model's raw response JSON.
     pub response: Value,
 }
 
@@ -167,6 +170,7 @@ impl Cassette {
         }
     }
 
+    /// How this cassette answers a lookup.
     pub fn mode(&self) -> CassetteMode {
         self.mode
     }
@@ -184,10 +188,12 @@ impl Cassette {
         }
     }
 
+    /// Distinct requests with a recorded response.
     pub fn len(&self) -> usize {
         self.lock().responses.len()
     }
 
+    /// Whether no response is recorded.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

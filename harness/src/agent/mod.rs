@@ -44,6 +44,7 @@ use serde::{Deserialize, Serialize};
 pub struct PolicyFeedback {
     /// The policy's name (e.g. `outcome`).
     pub policy: String,
+    /// What the policy said about the step.
     pub verdict: Verdict,
     /// The message the agent is told.
     pub message: String,
@@ -65,6 +66,7 @@ pub struct HistoryEntry {
 /// Everything an agent is given before it replies.
 #[derive(Debug, Clone, Copy)]
 pub struct AgentView<'a> {
+    /// The task's instruction.
     pub instruction: &'a Instruction,
     /// The latest observation (PNG at `image` size plus the visible text).
     pub observation: &'a Observation,
@@ -88,13 +90,16 @@ pub struct AgentView<'a> {
 /// Token counts reported by a model.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenUsage {
+    /// Tokens in the prompt, as the model reported them.
     pub prompt_tokens: u64,
+    /// Tokens in the completion, as the model reported them.
     pub completion_tokens: u64,
 }
 
 /// A raw reply and what producing it cost.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentReply {
+    /// The reply as the agent wrote it.
     pub text: String,
     /// The language `text` is written in (faultline's own grammar unless the agent says
     /// otherwise); the parse stage converts it, with the format's coordinate space.

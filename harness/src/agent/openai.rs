@@ -260,6 +260,7 @@ impl OpenAiAgent {
         })
     }
 
+    /// The endpoint configuration the agent was built with.
     pub fn config(&self) -> &OpenAiConfig {
         &self.cfg
     }

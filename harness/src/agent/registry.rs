@@ -18,7 +18,9 @@ use std::sync::Arc;
 /// directory (where, for example, a model agent keeps its default cassette).
 #[derive(Clone, Copy)]
 pub struct AgentContext<'a> {
+    /// The resolved experiment config (the `[openai]`, `[cassette]` and `[exec]` sections).
     pub config: &'a ExperimentConfig,
+    /// The run directory.
     pub out: &'a Path,
 }
 

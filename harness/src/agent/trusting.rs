@@ -41,12 +41,17 @@ pub struct TrustingAgent;
 /// Which rule fired, for tests and transcripts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
+    /// Rule 1: the observation shows the value the instruction asks for; answer it.
     AnswerVisible,
     /// The observant agent's own rule: its observation contradicts the outcome.
     EyesDisagree,
+    /// Rule 2: the policy said Success; stop.
     TrustSuccess,
+    /// Rule 3: the policy said NoChange and the agent has not waited yet; wait once.
     WaitOnce,
+    /// Rule 4: resend the first reply's browser actions, which the budget still covers.
     Retry,
+    /// Rule 5: nothing else applies; stop.
     GiveUp,
 }
 

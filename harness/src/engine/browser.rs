@@ -347,11 +347,17 @@ pub struct TrialPage {
 pub struct Capture {
     /// Capture number within the page, from 0.
     pub id: u64,
+    /// The screenshot (PNG), scaled to `size`.
     pub png: Vec<u8>,
+    /// The screenshot's size (the `image` it was captured at).
     pub size: Size,
+    /// Every frame's URL, DOM and controls, read just after the screenshot.
     pub state: PageState,
+    /// Every non-empty frame's visible text, trimmed, joined by newlines.
     pub text: String,
+    /// The page clock just before the screenshot, in milliseconds.
     pub begin_ms: f64,
+    /// The page clock at the DOM read just after the screenshot, in milliseconds.
     pub end_ms: f64,
 }
 
@@ -383,6 +389,7 @@ const SNAPSHOT_JS: &str = r#"(() => {
 })()"#;
 
 impl TrialPage {
+    /// The page's viewport size, in CSS pixels.
     pub fn viewport(&self) -> Size {
         self.viewport
     }

@@ -57,23 +57,33 @@ pub use faultline_tasks::StopReason;
 /// One step of the transcript.
 #[derive(Debug, Clone)]
 pub struct EpisodeStep {
+    /// The step's index, from 0 (the recorded decision).
     pub step: u32,
     /// The recorded decision (step 0) or the agent.
     pub from_decision: bool,
+    /// The reply text: the recorded decision's at step 0, the agent's after.
     pub reply: String,
+    /// Why the reply did not parse (`None` when it did); the step was not executed.
     pub parse_error: Option<String>,
+    /// The actions parsed from the reply (empty when it did not parse).
     pub actions: Vec<Action>,
     /// JSON of the executed actions (viewport points, honest messages).
     pub executed_json: String,
+    /// Browser actions this step performed (what the budget counts after step 0).
     pub browser_actions: u32,
+    /// What the tool reported (after any feedback fault).
     pub tool_message: String,
     /// The policy's judgement, when the step was executed and judged.
     pub feedback: Option<PolicyFeedback>,
     /// The observation after the step (when it was executed).
     pub observation: Option<Observation>,
+    /// The fault's witness, when it fired on this step.
     pub witness: Option<Witness>,
+    /// The ledger's judgement right after this step.
     pub truth: Truth,
+    /// Ledger events recorded during this step.
     pub ledger_events: Vec<LedgerEvent>,
+    /// The model's token usage for this reply, when a model wrote it.
     pub usage: Option<TokenUsage>,
 }
 
@@ -81,22 +91,32 @@ pub struct EpisodeStep {
 pub struct EpisodeResult {
     /// The observation before the recorded decision.
     pub before: Observation,
+    /// The transcript, step 0 (the recorded decision) first.
     pub steps: Vec<EpisodeStep>,
+    /// Why the episode ended.
     pub stop_reason: StopReason,
     /// The parse or agent error that ended the episode.
     pub error: Option<String>,
     /// Browser actions the agent took after the recorded decision.
     pub browser_actions: u32,
+    /// Whether the fault left a witness at any step or on the site.
     pub fired: bool,
     /// What the fault layer recorded on the site (network and page faults), if it fired.
     pub site_witness: Option<Witness>,
+    /// The ledger's judgement at the end: whether the task's outcome was achieved.
     pub truth: Truth,
+    /// The episode's whole ledger.
     pub ledger: faultline_sites::Ledger,
+    /// The policy's verdict on the recorded decision agreed with the ledger (the detection
+    /// experiment's "caught", on the first step).
     pub detected_at_first_step: bool,
     /// `None` when the recorded decision was not judged (its reply did not parse).
     pub first_verdict: Option<Verdict>,
+    /// Model calls the agent made over the episode.
     pub model_calls: u32,
+    /// Token usage summed over the agent's replies, when its model reported any.
     pub usage: Option<TokenUsage>,
+    /// Wall-clock time of the episode, in milliseconds.
     pub duration_ms: f64,
     /// Set when the policy could not judge a step: the episode measured nothing about
     /// recovery, and is stored as an infrastructure error only (its stop reason and
@@ -106,11 +126,17 @@ pub struct EpisodeResult {
 
 /// What an episode is.
 pub struct EpisodeSpec<'a> {
+    /// The recorded decision replayed at step 0 (its task and layout fix the page).
     pub decision: &'a Decision,
+    /// The fault, armed for the whole episode.
     pub fault: FaultPlan,
+    /// The policy that judges every executed step; the agent sees its verdict and message.
     pub policy: &'a dyn VerificationPolicy,
+    /// The agent that acts after the recorded decision.
     pub agent: &'a dyn Agent,
+    /// The agent's budget and the step cap.
     pub limits: EpisodeLimits,
+    /// The episode's seed, handed to the agent in its view.
     pub seed: u64,
 }
 

@@ -37,16 +37,21 @@ use std::sync::Arc;
 /// What every session of a run shares: the browser and its pool of fresh pages, the
 /// fixture server, the scorer (the ledger key), the detection policies and the timing.
 pub struct Engine {
+    /// The running Chromium and its CDP connection.
     pub browser: Arc<BrowserHandle>,
     /// Fresh pages opened ahead of time, one browser context each.
     pub pages: PagePool,
+    /// The fixture server on loopback: the task pages, their ledgers and the faults' site side.
     pub server: Arc<FixtureServer>,
+    /// Reads ledgers and judges truth (the only holder of the ledger key).
     pub scorer: Arc<Scorer>,
     /// The policies every detection trial is judged by.
     pub policies: Arc<Vec<Box<dyn VerificationPolicy>>>,
     /// Every policy the run may name, built-in and external (recovery builds its policies
     /// here, so an external policy's processes are shared by both phases).
     pub policy_registry: Registry,
+    /// The round trip's waits.
     pub timing: Timing,
+    /// The viewport every page is laid out for.
     pub viewport: Size,
 }

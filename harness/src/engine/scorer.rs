@@ -14,6 +14,7 @@ pub struct Scorer {
 }
 
 impl Scorer {
+    /// The scorer, holding the ledger `key`.
     pub fn new(key: LedgerKey) -> Scorer {
         Scorer { key }
     }

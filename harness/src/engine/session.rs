@@ -39,8 +39,11 @@ pub struct Session<'e> {
 /// What a finished session leaves: the site witness (when the fault fired on the site),
 /// the ledger and the truth judged from it.
 pub struct Finished {
+    /// What the fault's site side recorded (network and page faults), when it fired there.
     pub site_witness: Option<Witness>,
+    /// The scope's whole ledger.
     pub ledger: Ledger,
+    /// The truth judged from the ledger: whether the task's outcome was achieved.
     pub truth: Truth,
 }
 

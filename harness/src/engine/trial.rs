@@ -19,18 +19,29 @@ pub use faultline_tasks::Condition;
 
 /// Everything a finished trial produced.
 pub struct TrialResult {
+    /// The actions after the parse stage (including any parse fault); empty on a parse error.
     pub actions: Vec<faultline_tasks::Action>,
+    /// The executed actions with their viewport points and honest messages (JSON).
     pub executed_json: String,
+    /// What the tool reported (after any feedback fault), or the parse error.
     pub tool_message: String,
+    /// The observation's text after the step (every frame's visible text).
     pub observation_text: String,
+    /// The "before" screenshot (PNG, at the decision's image size).
     pub before_png: Vec<u8>,
+    /// The "after" screenshot (PNG); the "before" one again on a parse error.
     pub after_png: Vec<u8>,
+    /// The page states and text the policies judged, as stored with the trial (JSON).
     pub evidence_json: String,
+    /// The fault's witness, when it fired (on the reply, in the round trip or on the site).
     pub witness: Option<Witness>,
     /// Every policy's judgement, or the infrastructure error that kept it from judging.
     pub judgements: Vec<(String, PolicyOutcome)>,
+    /// The trial's whole ledger.
     pub ledger: Ledger,
+    /// The ledger's judgement: whether the task's outcome was achieved.
     pub truth: Truth,
+    /// Wall-clock time of the trial, in milliseconds.
     pub duration_ms: f64,
     /// Set when the reply could not be parsed (no browser action was taken).
     pub parse_error: Option<String>,

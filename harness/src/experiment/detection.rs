@@ -29,6 +29,7 @@ impl TrialSpec {
         &self.key
     }
 
+    /// The task the replayed decision was recorded for.
     pub fn task(&self) -> faultline_tasks::TaskKind {
         self.decision.task
     }

@@ -39,16 +39,22 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The faultline version and the commit it was built from.
+/// The faultline version (the package version).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The commit faultline was built from (set by the build script).
 pub const GIT_COMMIT: &str = env!("FAULTLINE_GIT_COMMIT");
 
 /// What `faultline run` was asked to do.
 pub struct RunRequest {
+    /// The run directory: `results.sqlite`, screenshots, the report and the viewer.
     pub out: PathBuf,
+    /// Whether to continue a run already stored in `out` (`--resume`).
     pub resume: bool,
+    /// The validated experiment.
     pub config: ExperimentConfig,
+    /// The config as passed: its name and text (stored with the run).
     pub config_text: ConfigText,
+    /// The command-line overrides as passed (stored with the run).
     pub overrides: Overrides,
     /// Stop after this many newly finished trials (for tests of resume).
     pub max_trials: Option<usize>,
@@ -64,13 +70,19 @@ pub struct RunRequest {
 /// What a run did.
 #[derive(Debug, Clone)]
 pub struct RunSummary {
+    /// The run directory.
     pub out: PathBuf,
+    /// Detection trials in the run, stored before or now.
     pub trials_total: usize,
+    /// Detection trials run by this invocation.
     pub trials_run: usize,
+    /// Detection trials already stored (skipped on resume).
     pub trials_skipped: usize,
+    /// Wall-clock time of the detection phase.
     pub detection_wall: Duration,
     /// The recovery phase, when the config enables it.
     pub recovery: Option<PhaseSummary>,
+    /// The `report.md` written at the end.
     pub report: PathBuf,
     /// The trace viewer's `index.html`, beside the report.
     pub view: PathBuf,
@@ -78,10 +90,12 @@ pub struct RunSummary {
 
 /// The shared pieces of a run: fixture server, browser, scorer, policies.
 pub struct Harness {
+    /// What every session of the run shares: browser, page pool, fixture server, scorer, policies.
     pub env: Arc<Engine>,
 }
 
 impl Harness {
+    /// Finds and launches Chromium, starts the fixture server and builds the configured policies.
     pub async fn start(config: &ExperimentConfig) -> Result<Harness> {
         let chromium = find_chromium(config.chromium.as_deref())?;
         let (server, key) = FixtureServer::start_loopback()

@@ -19,9 +19,13 @@ use tokio::task::JoinSet;
 /// Counts and wall time of one phase.
 #[derive(Debug, Clone)]
 pub struct PhaseSummary {
+    /// Items of the phase, stored before or now.
     pub total: usize,
+    /// Items run by this invocation.
     pub run: usize,
+    /// Items already stored (skipped on resume).
     pub skipped: usize,
+    /// Wall-clock time of the phase.
     pub wall: Duration,
 }
 

@@ -33,6 +33,7 @@ impl EpisodeTask {
         &self.key
     }
 
+    /// The task the replayed decision was recorded for.
     pub fn task(&self) -> faultline_tasks::TaskKind {
         self.decision.task
     }

@@ -35,7 +35,9 @@ use std::str::FromStr;
 /// Shard `index` of `count`, 1-based.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Shard {
+    /// This shard's number, from 1.
     pub index: u32,
+    /// How many shards the run is split into.
     pub count: u32,
 }
 
@@ -154,10 +156,15 @@ pub fn assign(items: &[(String, u64)], count: u32) -> BTreeMap<String, u32> {
 /// What a merge did.
 #[derive(Debug, Clone)]
 pub struct MergeSummary {
+    /// Shard directories merged.
     pub shards: usize,
+    /// Detection trials in the merged database.
     pub trials: u64,
+    /// Recovery episodes in the merged database.
     pub episodes: u64,
+    /// The merged run's `report.md`.
     pub report: PathBuf,
+    /// The merged run's trace viewer `index.html`.
     pub view: PathBuf,
 }
 

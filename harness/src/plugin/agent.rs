@@ -35,6 +35,7 @@ pub struct ExecAgent {
 }
 
 impl ExecAgent {
+    /// An agent whose replies come from `spec`'s process, started on demand.
     pub fn new(spec: PluginSpec) -> ExecAgent {
         let hello = json!({ "name": spec.name, "formats": formats() });
         ExecAgent {

@@ -381,6 +381,7 @@ impl Pool {
         }
     }
 
+    /// The plugin's name, command and timeout.
     pub fn spec(&self) -> &PluginSpec {
         &self.spec
     }
@@ -441,6 +442,7 @@ impl Pool {
 pub struct TempFile(PathBuf);
 
 impl TempFile {
+    /// The file's path.
     pub fn path(&self) -> &Path {
         &self.0
     }

@@ -17,6 +17,7 @@ use std::time::Duration;
 /// One dispatched action.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Executed {
+    /// The action as parsed (points in the decision's space).
     pub action: Action,
     /// The viewport point the event was sent to, for pointer actions.
     pub viewport_point: Option<Point>,
@@ -27,6 +28,7 @@ pub struct Executed {
 /// What executing a reply's actions did, as the later stages need it.
 #[derive(Debug, Default)]
 pub struct Execution {
+    /// Each dispatched action with its viewport point and honest message.
     pub executed: Vec<Executed>,
     /// Per action: the honest message, and the one it would have been on success.
     pub messages: Vec<(String, String)>,

@@ -54,10 +54,13 @@ impl Default for Timing {
 pub struct StepOutcome {
     /// Actions after the parse stage (including any parse fault).
     pub actions: Vec<Action>,
+    /// Each dispatched action with its viewport point and honest message.
     pub executed: Vec<Executed>,
     /// The tool message the agent and the policies are given (after the feedback hook).
     pub tool_message: String,
+    /// The observation after the step (after any observe fault).
     pub after: Observation,
+    /// The page state read at the same instant as `after`.
     pub after_state: PageState,
     /// The id of the capture that produced `after`.
     pub after_capture: u64,
@@ -72,17 +75,24 @@ pub struct StepOutcome {
 /// When an observation was captured (page clock of the top document), for the ledger.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CaptureMark {
+    /// The capture's number within the page, from 0.
     pub id: u64,
+    /// The page clock just before the screenshot, in milliseconds.
     pub begin_ms: f64,
+    /// The page clock at the DOM read just after the screenshot, in milliseconds.
     pub end_ms: f64,
 }
 
 /// The round trip over one trial page (which it owns; a [`crate::engine::Session`]
 /// owns the round trip).
 pub struct RoundTrip {
+    /// The trial page the round trip drives.
     pub page: TrialPage,
+    /// The fault acting in the round trip's stages (`None` on a working trial).
     pub fault: Option<FaultPlan>,
+    /// The screenshot size the model sees; observations are captured at it.
     pub image: Size,
+    /// The round trip's waits.
     pub timing: Timing,
     /// Every capture so far; the session hands them to the ledger.
     pub marks: Vec<CaptureMark>,
@@ -92,6 +102,7 @@ pub struct RoundTrip {
 }
 
 impl RoundTrip {
+    /// A round trip over `page`, showing `layout`, with `fault` (if any) armed in its stages.
     pub fn new(
         page: TrialPage,
         layout: &Layout,
