@@ -146,7 +146,7 @@ faults! {
         layer: Layer::Tool,
         stage: Stage::Parse,
         mechanism: M::Harness,
-        tasks: &[T::Search, T::MiniwobEnterText, T::MiniwobLoginUser],
+        tasks: &[T::Search, T::MiniwobEnterText, T::MiniwobLoginUser, T::MiniwobLoginUserPopup, T::MiniwobUseAutocomplete, T::MiniwobSearchEngine],
         description: "an end-of-message token (<|im_end|>) leaks into the text the action types",
         injection: "the parse stage skips stripping chat special tokens and appends the token to the first typed text",
         parameters: "none",
@@ -161,7 +161,7 @@ faults! {
         layer: Layer::Execution,
         stage: Stage::Execute,
         mechanism: M::Harness,
-        tasks: &[T::Grid, T::MiniwobClickTab, T::MiniwobClickDialog, T::MiniwobEnterText, T::MiniwobLoginUser],
+        tasks: &[T::Grid, T::MiniwobClickTab, T::MiniwobClickDialog, T::MiniwobEnterText, T::MiniwobLoginUser, T::MiniwobClickButton, T::MiniwobClickLink, T::MiniwobClickCheckboxes, T::MiniwobFocusText, T::MiniwobLoginUserPopup, T::MiniwobChooseList, T::MiniwobUseAutocomplete, T::MiniwobNavigateTree, T::MiniwobClickWidget, T::MiniwobSearchEngine, T::MiniwobClickCollapsible],
         description: "screenshot-to-viewport scaling is skipped: a point in the 900x600 image lands at 3/4 of its 1200x800 target",
         injection: "the execute stage dispatches the image point as a viewport point",
         parameters: "none",
@@ -360,7 +360,7 @@ faults! {
         layer: Layer::Overlay,
         stage: Stage::Execute,
         mechanism: M::Page,
-        tasks: &[T::Grid, T::Frame, T::MiniwobClickTab, T::MiniwobClickDialog, T::MiniwobEnterText, T::MiniwobLoginUser],
+        tasks: &[T::Grid, T::Frame, T::MiniwobClickTab, T::MiniwobClickDialog, T::MiniwobEnterText, T::MiniwobLoginUser, T::MiniwobClickButton, T::MiniwobClickLink, T::MiniwobClickCheckboxes, T::MiniwobFocusText, T::MiniwobLoginUserPopup, T::MiniwobChooseList, T::MiniwobUseAutocomplete, T::MiniwobNavigateTree, T::MiniwobClickWidget, T::MiniwobSearchEngine, T::MiniwobClickCollapsible],
         description: "a cookie-consent banner is drawn across the target",
         injection: "the page renders a fixed banner strip over the target's row",
         parameters: "the banner's height, 90-140 px",
@@ -375,7 +375,7 @@ faults! {
         layer: Layer::Overlay,
         stage: Stage::Execute,
         mechanism: M::Page,
-        tasks: &[T::Grid, T::Frame, T::Chart, T::MiniwobClickTab, T::MiniwobClickDialog, T::MiniwobEnterText, T::MiniwobLoginUser],
+        tasks: &[T::Grid, T::Frame, T::Chart, T::MiniwobClickTab, T::MiniwobClickDialog, T::MiniwobEnterText, T::MiniwobLoginUser, T::MiniwobClickButton, T::MiniwobClickLink, T::MiniwobClickCheckboxes, T::MiniwobFocusText, T::MiniwobLoginUserPopup, T::MiniwobChooseList, T::MiniwobUseAutocomplete, T::MiniwobNavigateTree, T::MiniwobClickWidget, T::MiniwobSearchEngine, T::MiniwobClickCollapsible],
         description: "a newsletter modal opens over the page; its backdrop intercepts every pointer event",
         injection: "the page renders a fixed full-viewport backdrop with a dialog",
         parameters: "none",
@@ -406,7 +406,7 @@ faults! {
         layer: Layer::Layout,
         stage: Stage::Execute,
         mechanism: M::Page,
-        tasks: &[T::Grid, T::Frame],
+        tasks: &[T::Grid, T::Frame, T::MiniwobClickTab, T::MiniwobClickDialog, T::MiniwobEnterText, T::MiniwobLoginUser, T::MiniwobClickButton, T::MiniwobClickLink, T::MiniwobClickCheckboxes, T::MiniwobFocusText, T::MiniwobLoginUserPopup, T::MiniwobChooseList, T::MiniwobUseAutocomplete, T::MiniwobNavigateTree, T::MiniwobClickWidget, T::MiniwobSearchEngine, T::MiniwobClickCollapsible],
         description: "the content shifts down (as when a late banner loads) between the observation and the action",
         injection: "a page script, triggered by the harness right before it acts, translates the content",
         parameters: "the shift, 60-140 px",
@@ -513,7 +513,7 @@ faults! {
         layer: Layer::Execution,
         stage: Stage::Execute,
         mechanism: M::Page,
-        tasks: &[T::Grid, T::Frame, T::MiniwobClickTab, T::MiniwobClickDialog, T::MiniwobEnterText, T::MiniwobLoginUser],
+        tasks: &[T::Grid, T::Frame, T::MiniwobClickTab, T::MiniwobClickDialog, T::MiniwobEnterText, T::MiniwobLoginUser, T::MiniwobClickButton, T::MiniwobClickLink, T::MiniwobClickCheckboxes, T::MiniwobFocusText, T::MiniwobLoginUserPopup, T::MiniwobChooseList, T::MiniwobUseAutocomplete, T::MiniwobNavigateTree, T::MiniwobClickWidget, T::MiniwobSearchEngine, T::MiniwobClickCollapsible],
         description: "an invisible layer over the page swallows every click",
         injection: "the page renders a transparent full-viewport layer on top",
         parameters: "none",
@@ -781,6 +781,50 @@ impl Fault {
         self.tasks().contains(&task)
     }
 
+    /// Why the fault has no analogue on the MiniWoB++ pages, or `None` when it applies to
+    /// some MiniWoB++ task. The external suite lists these as not applicable instead of
+    /// dropping them silently.
+    pub fn miniwob_not_applicable(self) -> Option<&'static str> {
+        use Fault as F;
+        const NO_REQUEST: &str = "a MiniWoB++ task makes no request: the page draws the problem and computes the reward in-page, so there is no response to delay, cut, fail or expire";
+        const OWN_MARKUP: &str = "rewrites markup or handlers of faultline's own fixture (its board, table, form or select); MiniWoB++ draws its markup in its own script, which the harness serves unchanged";
+        const CHART: &str = "about hovering the chart and reading its tooltip value; no MiniWoB++ task here asks for a hovered value";
+        const TOOL_SCRIPT: &str = "its trigger is a fixture's navigation, submit or click outcome as faultline's own tasks define it; not ported to MiniWoB++ pages";
+        Some(match self {
+            F::TokenLeak
+            | F::UnscaledCoordinates
+            | F::CookieBanner
+            | F::Modal
+            | F::TargetShift
+            | F::ClickSwallowed => return None,
+            F::IframeNoChange => "MiniWoB++ pages have no iframe for a click to land in",
+            F::CaptureBeforeTooltip | F::LocaleVariant | F::HoverHighlight | F::UnobservedValue => CHART,
+            F::SlowResponse
+            | F::ConnectionDropped
+            | F::RequestHangs
+            | F::ServerError
+            | F::ServiceUnavailable
+            | F::RateLimited
+            | F::SessionExpired
+            | F::OptimisticToast
+            | F::DoubleSubmit => NO_REQUEST,
+            F::ScriptBlocked | F::StylesheetDelayed | F::ImageMissing => "it refuses or delays one of the fixture's per-trial subresources; MiniWoB++'s files are the shared vendored suite, and blocking one would change MiniWoB's own code rather than a task's resource",
+            F::DecoyPopup => "not ported to MiniWoB++ pages: its Claim button leads to the fixture's decoy page; the cookie banner and the modal are the overlays the suite runs",
+            F::InjectedInstruction => "the injected text names an item of faultline's own fixture (a grid label, a record), not anything a MiniWoB++ query asks for",
+            F::Reordered
+            | F::ViewportChanged
+            | F::StaleElement
+            | F::DuplicateLabel
+            | F::ShadowRoot
+            | F::VirtualizedList
+            | F::ControlDisabled
+            | F::HandlerThrows
+            | F::SelectIgnored
+            | F::LabelRenamed => OWN_MARKUP,
+            F::ErrorSwallowed | F::TimeoutAsSuccess | F::WrongFeedback | F::FalseCompletion => TOOL_SCRIPT,
+        })
+    }
+
     /// The reference stage fault a task's faulty trials use in the default experiment.
     pub fn reference_for(task: TaskKind) -> Option<Fault> {
         Fault::STAGE.into_iter().find(|f| f.applies_to(task))
@@ -882,6 +926,19 @@ mod tests {
         }
         for task in TaskKind::ALL {
             assert!(Fault::ALL.iter().any(|f| f.applies_to(task)), "{task}");
+        }
+    }
+
+    #[test]
+    fn every_fault_applies_to_the_miniwob_suite_or_says_why_not() {
+        for f in Fault::ALL {
+            let applies = f.tasks().iter().any(|t| t.miniwob_name().is_some());
+            assert_eq!(
+                f.miniwob_not_applicable().is_none(),
+                applies,
+                "{f}: applies to a MiniWoB++ task = {applies}, reason = {:?}",
+                f.miniwob_not_applicable()
+            );
         }
     }
 

@@ -37,6 +37,7 @@ fn frame(url: &str, top: bool, digest: &str) -> FrameSnapshot {
             name: "q".into(),
             label: "Search".into(),
             value: String::new(),
+            checked: false,
         }],
         selected: vec!["Order 7".into()],
     }

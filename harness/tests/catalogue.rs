@@ -76,6 +76,18 @@ async fn every_fault_fires_on_every_task_it_applies_to_with_its_ledger_truth() {
     for (i, fault) in Fault::ALL.iter().enumerate() {
         for task in fault.tasks() {
             jobs.push((Some(*fault), *task, decision(*task, (i % 3) as u32)));
+            // MiniWoB++ draws its own layout, so a page-side overlay laid over the task
+            // area covers the target on some seeds only: two more layouts, of which at
+            // least one must fire.
+            if task.miniwob_name().is_some() {
+                for more in 1..3 {
+                    jobs.push((
+                        Some(*fault),
+                        *task,
+                        decision(*task, ((i + more) % 3) as u32),
+                    ));
+                }
+            }
         }
     }
     for task in TaskKind::ALL {
@@ -84,7 +96,8 @@ async fn every_fault_fires_on_every_task_it_applies_to_with_its_ledger_truth() {
         }
     }
     let mut failures: Vec<String> = Vec::new();
-    let mut fired = 0usize;
+    let mut fired = std::collections::BTreeSet::new();
+    let mut implied = std::collections::BTreeSet::new();
     let mut queue = jobs.into_iter();
     let mut running = JoinSet::new();
     let spawn = |set: &mut JoinSet<_>,
@@ -118,17 +131,29 @@ async fn every_fault_fires_on_every_task_it_applies_to_with_its_ledger_truth() {
         match fault {
             Some(f) => {
                 let Some(w) = &r.witness else {
-                    failures.push(format!(
-                        "{at}: did not fire (no witness); truth: {}",
-                        r.truth.detail
-                    ));
+                    // On a MiniWoB++ task the pair must fire on one of its layouts,
+                    // counted below.
+                    if task.miniwob_name().is_none() {
+                        failures.push(format!(
+                            "{at}: did not fire (no witness); truth: {}",
+                            r.truth.detail
+                        ));
+                    }
                     continue;
                 };
-                fired += 1;
+                fired.insert((f, task));
                 if w.fault != f.id() {
                     failures.push(format!("{at}: witness names {}", w.fault));
                 }
-                if r.truth.achieved != f.spec().outcome_holds {
+                if task.miniwob_name().is_some() {
+                    // MiniWoB's reward is an answer key nobody here wrote: it may accept
+                    // what the fault did on some seeds (a start-only autocomplete query
+                    // accepts a leaked token after the start). The pair must give the
+                    // catalogue's truth on one of its layouts, counted below.
+                    if r.truth.achieved == f.spec().outcome_holds {
+                        implied.insert((f, task));
+                    }
+                } else if r.truth.achieved != f.spec().outcome_holds {
                     failures.push(format!(
                         "{at}: the ledger says achieved = {} ({}), the catalogue says {}",
                         r.truth.achieved,
@@ -150,7 +175,10 @@ async fn every_fault_fires_on_every_task_it_applies_to_with_its_ledger_truth() {
                 if !r.truth.achieved {
                     failures.push(format!("{at}: a working trial failed: {}", r.truth.detail));
                 }
-                if outcome(&r) != Verdict::Success {
+                // faultline's own tasks only: on MiniWoB++ pages, how far the outcome
+                // policy agrees with MiniWoB's reward is what the suite measures (see
+                // the miniwob tests and the report's answer-key section).
+                if task.miniwob_name().is_none() && outcome(&r) != Verdict::Success {
                     failures.push(format!(
                         "{at}: the outcome policy alarmed on a working trial"
                     ));
@@ -165,8 +193,23 @@ async fn every_fault_fires_on_every_task_it_applies_to_with_its_ledger_truth() {
         failures.len(),
         failures.join("\n")
     );
-    let pairs: usize = Fault::ALL.iter().map(|f| f.tasks().len()).sum();
-    assert_eq!(fired, pairs, "every (fault, task) pair fired");
+    let unfired: Vec<String> = Fault::ALL
+        .iter()
+        .flat_map(|f| f.tasks().iter().map(move |t| (*f, *t)))
+        .filter(|pair| !fired.contains(pair))
+        .map(|(f, t)| format!("{f} on {t}"))
+        .collect();
+    assert!(unfired.is_empty(), "pairs that never fired: {unfired:?}");
+    let never_implied: Vec<String> = Fault::ALL
+        .iter()
+        .flat_map(|f| f.tasks().iter().map(move |t| (*f, *t)))
+        .filter(|(f, t)| t.miniwob_name().is_some() && !implied.contains(&(*f, *t)))
+        .map(|(f, t)| format!("{f} on {t}"))
+        .collect();
+    assert!(
+        never_implied.is_empty(),
+        "MiniWoB++ pairs whose reward never showed the catalogue's truth: {never_implied:?}"
+    );
 }
 
 /// The chart's default page gives no feedback on a hover until the tooltip shows: with

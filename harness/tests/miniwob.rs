@@ -54,9 +54,11 @@ async fn an_idle_page_and_a_blank_click_change_nothing_and_no_reward_text_is_sho
         assert_eq!(traces, serde_json::json!(0), "{task}");
         for text in [&obs0.text, &state0.top().unwrap().text] {
             let lower = text.to_lowercase();
-            for leak in ["reward", "episodes done", "time left", "start"] {
+            for leak in ["reward", "episodes done", "time left"] {
                 assert!(!lower.contains(leak), "{task}: {leak:?} in {text:?}");
             }
+            // The START cover's label (a query may say "starts with").
+            assert!(!text.contains("START"), "{task}: START in {text:?}");
         }
         let (truth, _) = s.peek();
         assert!(
@@ -89,28 +91,47 @@ async fn an_idle_page_and_a_blank_click_change_nothing_and_no_reward_text_is_sho
     h.shutdown().await;
 }
 
+/// The next draw of the page's seeded `Math.random`.
+const NEXT_DRAW_JS: &str = "Math.random()";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn forty_seeds_draw_forty_problems_and_a_seed_draws_the_same_one_twice() {
+async fn forty_seeds_draw_forty_streams_and_a_seed_draws_the_same_problem_twice() {
     let h = common::harness().await;
     for task in TaskKind::MINIWOB {
         let mut problems = BTreeSet::new();
+        let mut streams = BTreeSet::new();
         for index in 0..40 {
             let layout = Layout::for_root(DEFAULT_ROOT_SEED, task, index);
             let mut a = Session::open(&h.env, &layout, None, IMAGE).await.unwrap();
             let pa = a.rt().page.eval(PROBLEM_JS).await.unwrap();
+            // The seeded stream's next draw after the problem.
+            let ra = a.rt().page.eval(NEXT_DRAW_JS).await.unwrap();
             a.finish();
             if index < 3 {
-                // A fresh context, the same seed: the same problem.
+                // A fresh context, the same seed: the same problem and the same stream.
                 let mut b = Session::open(&h.env, &layout, None, IMAGE).await.unwrap();
                 let pb = b.rt().page.eval(PROBLEM_JS).await.unwrap();
+                let rb = b.rt().page.eval(NEXT_DRAW_JS).await.unwrap();
                 b.finish();
                 assert_eq!(pa, pb, "{task} layout {index}");
+                assert_eq!(ra, rb, "{task} layout {index}");
             }
             problems.insert(pa.to_string());
+            streams.insert(ra.to_string());
         }
         assert_eq!(
-            problems.len(),
+            streams.len(),
             40,
+            "{task}: 40 seeds, {} streams",
+            streams.len()
+        );
+        // Some tasks draw from a few thousand problems only (focus-text: the box's 21 x
+        // 141 margins; use-autocomplete: a country and how much of its start and end the
+        // query quotes), so two of 40 seeds may draw the same one (the seeded streams
+        // above still differ); more than two repeats would mean the seeds collapse.
+        let want = 38;
+        assert!(
+            problems.len() >= want,
             "{task}: 40 seeds, {} problems",
             problems.len()
         );
@@ -143,6 +164,54 @@ async fn a_fault_changes_the_reward_on_every_task() {
             "{task} under {fault}: {}",
             faulty.truth.detail
         );
+    }
+    h.shutdown().await;
+}
+
+/// The outcome policy reads only the page: on a clean replay that MiniWoB rewards, it
+/// confirms every task whose result the page shows, says "no change" where the page keeps
+/// no trace (a click on a button or a link, a focus MiniWoB takes away at once), and calls
+/// a rewarded trial a failure only where the page undoes what it rewarded
+/// (click-collapsible).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_outcome_policy_reads_the_result_where_the_page_shows_it() {
+    use faultline::engine::trial::run_trial;
+    use faultline_policies::Verdict;
+    let h = common::harness().await;
+    let committed = faultline_tasks::decision::embedded_default().unwrap();
+    for task in TaskKind::MINIWOB {
+        for index in [0, 1] {
+            let d = committed.find(task, DEFAULT_ROOT_SEED, index).unwrap();
+            let r = run_trial(&h.env, d, None).await.unwrap();
+            assert!(r.truth.achieved, "{task} {index}: {}", r.truth.detail);
+            let j = r
+                .judgements
+                .iter()
+                .find(|(p, _)| p == "outcome")
+                .and_then(|(_, j)| j.as_ref().ok())
+                .expect("the outcome policy judged");
+            let allowed: &[Verdict] = match task {
+                TaskKind::MiniwobClickButton
+                | TaskKind::MiniwobClickLink
+                | TaskKind::MiniwobFocusText => &[Verdict::NoChange],
+                // A text field or a button keeps no trace of a click, a radio or a box
+                // does; a file clicked at the top of the tree leaves it as it was.
+                TaskKind::MiniwobClickWidget | TaskKind::MiniwobNavigateTree => {
+                    &[Verdict::Success, Verdict::NoChange]
+                }
+                // MiniWoB's Submit sits in a <p> that jQuery UI takes for a second
+                // accordion header: the click that earns the reward also collapses the
+                // section, so the page after the action shows it closed.
+                TaskKind::MiniwobClickCollapsible => &[Verdict::Fail],
+                _ => &[Verdict::Success],
+            };
+            assert!(
+                allowed.contains(&j.verdict),
+                "{task} {index}: outcome says {} ({})",
+                j.verdict,
+                j.message
+            );
+        }
     }
     h.shutdown().await;
 }

@@ -343,7 +343,11 @@ fn miniwob_query_holds(ev: &Evidence<'_>, task: &str) -> Judgement {
                 Judgement::new(Verdict::Success, "The dialog is closed.")
             }
         }
-        "enter-text" | "login-user" => {
+        "login-user-popup" if after.text.contains("Exit to home page?") => Judgement::new(
+            Verdict::Fail,
+            "MiniWoB's session popup is still open over the form.",
+        ),
+        "enter-text" | "login-user" | "login-user-popup" => {
             let names: &[&str] = if task == "enter-text" {
                 &["tt"]
             } else {
@@ -376,6 +380,177 @@ fn miniwob_query_holds(ev: &Evidence<'_>, task: &str) -> Judgement {
                     Verdict::Success,
                     format!("The form reads {}.", quoted[..names.len()].join(", ")),
                 )
+            }
+        }
+        // A click that leaves nothing on the page to read back: MiniWoB's handler only
+        // ends the episode (click-button, click-link), or takes the focus away again at
+        // once (focus-text). The page after the action cannot confirm it.
+        "click-button" | "click-link" | "focus-text" => Judgement::new(
+            Verdict::NoChange,
+            format!("The page keeps no trace of what {task} asks; nothing to read back."),
+        ),
+        "click-checkboxes" => {
+            let Some(list) = query
+                .strip_prefix("Select ")
+                .and_then(|q| q.strip_suffix(" and click Submit."))
+            else {
+                return Judgement::new(Verdict::Fail, format!("Cannot read the task: {query:?}"));
+            };
+            let want: Vec<&str> = if list == "nothing" {
+                Vec::new()
+            } else {
+                list.split(", ").collect()
+            };
+            let boxes = |f: &crate::evidence::FrameSnapshot| -> Vec<(String, bool)> {
+                f.controls
+                    .iter()
+                    .filter(|c| c.kind == "checkbox")
+                    .map(|c| (c.label.clone(), c.checked))
+                    .collect()
+            };
+            let wrong: Vec<String> = boxes(after)
+                .into_iter()
+                .filter(|(label, checked)| want.contains(&label.as_str()) != *checked)
+                .map(|(label, checked)| {
+                    format!(
+                        "{label} is {}",
+                        if checked { "checked" } else { "unchecked" }
+                    )
+                })
+                .collect();
+            if wrong.is_empty() {
+                Judgement::new(Verdict::Success, format!("Checked exactly: {list}."))
+            } else if boxes(after) == boxes(before) {
+                Judgement::new(Verdict::NoChange, "No box changed.")
+            } else {
+                Judgement::new(Verdict::Fail, format!("{}.", wrong.join("; ")))
+            }
+        }
+        "choose-list" => {
+            let Some(item) = query
+                .strip_prefix("Select ")
+                .and_then(|q| q.strip_suffix(" from the list and click Submit."))
+            else {
+                return Judgement::new(Verdict::Fail, format!("Cannot read the task: {query:?}"));
+            };
+            let chosen = field("options");
+            let was = before
+                .controls
+                .iter()
+                .find(|c| c.name == "options")
+                .map(|c| c.value.clone());
+            match chosen {
+                Some(v) if v == item => {
+                    Judgement::new(Verdict::Success, format!("The list reads {item}."))
+                }
+                Some(v) if Some(&v) == was.as_ref() => Judgement::new(
+                    Verdict::NoChange,
+                    format!("The list still reads {v}; expected {item}."),
+                ),
+                Some(v) => {
+                    Judgement::new(Verdict::Fail, format!("The list reads {v}, not {item}."))
+                }
+                None => Judgement::new(Verdict::Fail, "There is no list."),
+            }
+        }
+        "use-autocomplete" => {
+            let Some(start) = quoted.first() else {
+                return Judgement::new(Verdict::Fail, format!("Cannot read the task: {query:?}"));
+            };
+            let end = quoted.get(1);
+            match field("tags") {
+                Some(v) if v.is_empty() => Judgement::new(Verdict::NoChange, "The field is empty."),
+                Some(v) if v.starts_with(start) && end.is_none_or(|e| v.ends_with(e)) => {
+                    Judgement::new(Verdict::Success, format!("The field reads {v:?}."))
+                }
+                Some(v) => Judgement::new(
+                    Verdict::Fail,
+                    format!("The field reads {v:?}, which does not fit the task."),
+                ),
+                None => Judgement::new(Verdict::Fail, "There is no field."),
+            }
+        }
+        "navigate-tree" => {
+            let Some(name) = quoted.first() else {
+                return Judgement::new(Verdict::Fail, format!("Cannot read the task: {query:?}"));
+            };
+            let shows =
+                |f: &crate::evidence::FrameSnapshot| f.text.lines().any(|l| l.trim() == *name);
+            if !shows(after) {
+                Judgement::new(Verdict::Fail, format!("The tree does not show {name}."))
+            } else if after.dom_digest == before.dom_digest {
+                // A click on a file leaves the tree as it was.
+                Judgement::new(Verdict::NoChange, "The tree did not change.")
+            } else {
+                Judgement::new(Verdict::Success, format!("The tree shows {name}."))
+            }
+        }
+        "click-widget" => {
+            let Some(kind) = quoted.first() else {
+                return Judgement::new(Verdict::Fail, format!("Cannot read the task: {query:?}"));
+            };
+            let checked = |f: &crate::evidence::FrameSnapshot| -> Vec<String> {
+                f.controls
+                    .iter()
+                    .filter(|c| c.checked)
+                    .map(|c| c.kind.clone())
+                    .collect()
+            };
+            let (was, now) = (checked(before), checked(after));
+            if was == now {
+                // Text fields, text areas and buttons keep no trace of a click.
+                Judgement::new(Verdict::NoChange, "No widget changed.")
+            } else if *kind == "radio" || *kind == "checkbox" {
+                if now.iter().filter(|k| k == kind).count()
+                    > was.iter().filter(|k| k == kind).count()
+                {
+                    Judgement::new(Verdict::Success, format!("A {kind} is now checked."))
+                } else {
+                    Judgement::new(Verdict::Fail, format!("No new {kind} is checked."))
+                }
+            } else {
+                Judgement::new(
+                    Verdict::Fail,
+                    format!("A box changed, but the task asks for a {kind}."),
+                )
+            }
+        }
+        "search-engine" => {
+            let Some(name) = quoted.first() else {
+                return Judgement::new(Verdict::Fail, format!("Cannot read the task: {query:?}"));
+            };
+            let typed = field("search-text").unwrap_or_default();
+            let listed = after.text.lines().any(|l| l.trim() == *name);
+            if ev.after_state == ev.before_state {
+                Judgement::new(Verdict::NoChange, "Nothing changed.")
+            } else if !typed.eq_ignore_ascii_case(name) {
+                Judgement::new(
+                    Verdict::Fail,
+                    format!("The search box reads {typed:?}, not {name:?}."),
+                )
+            } else if !listed {
+                Judgement::new(Verdict::Fail, format!("No result titled {name} is shown."))
+            } else if !ev.after_state.url.ends_with('#') {
+                Judgement::new(Verdict::NoChange, "No result link was followed.")
+            } else {
+                Judgement::new(
+                    Verdict::Success,
+                    format!("Searched {name}; its result is shown and a result link was followed."),
+                )
+            }
+        }
+        "click-collapsible" => {
+            let open = |f: &crate::evidence::FrameSnapshot| {
+                f.selected.iter().any(|s| s.starts_with("Section #"))
+            };
+            if open(after) {
+                Judgement::new(Verdict::Success, "The section is expanded.")
+            } else if open(before) == open(after) && after.dom_digest == before.dom_digest {
+                Judgement::new(Verdict::NoChange, "The section is still collapsed.")
+            } else {
+                // What MiniWoB's own Submit does: it sits in a <p> that jQuery UI takes for
+                // a second header, so clicking it collapses the section again.
+                Judgement::new(Verdict::Fail, "The section is collapsed.")
             }
         }
         other => Judgement::new(
@@ -559,6 +734,7 @@ mod tests {
             name: "q".into(),
             label: "Search records".into(),
             value: v.into(),
+            checked: false,
         };
         c.after_state.url = "http://x/results".into();
         c.after_state.frames[0].controls = vec![field("Record-10<|im_end|>")];
@@ -627,6 +803,7 @@ mod tests {
             name: "speed".into(),
             label: "Shipping speed".into(),
             value: v.into(),
+            checked: false,
         };
         c.before_state.frames[0].controls = vec![menu("Standard")];
         c.after_state.frames[0].controls = vec![menu("Standard")];

@@ -29,6 +29,9 @@ pub struct Control {
     pub label: String,
     /// Its current value.
     pub value: String,
+    /// Whether a checkbox or radio button is checked (`false` for other controls).
+    #[serde(default)]
+    pub checked: bool,
 }
 
 /// One frame's DOM, read through CDP in that frame's execution context.

@@ -363,6 +363,50 @@ pub fn embedded_default() -> Result<DecisionSet, DecisionError> {
             "tasks/decisions/miniwob_login_user.jsonl",
             include_str!("../decisions/miniwob_login_user.jsonl"),
         ),
+        (
+            "tasks/decisions/miniwob_click_button.jsonl",
+            include_str!("../decisions/miniwob_click_button.jsonl"),
+        ),
+        (
+            "tasks/decisions/miniwob_click_link.jsonl",
+            include_str!("../decisions/miniwob_click_link.jsonl"),
+        ),
+        (
+            "tasks/decisions/miniwob_click_checkboxes.jsonl",
+            include_str!("../decisions/miniwob_click_checkboxes.jsonl"),
+        ),
+        (
+            "tasks/decisions/miniwob_focus_text.jsonl",
+            include_str!("../decisions/miniwob_focus_text.jsonl"),
+        ),
+        (
+            "tasks/decisions/miniwob_login_user_popup.jsonl",
+            include_str!("../decisions/miniwob_login_user_popup.jsonl"),
+        ),
+        (
+            "tasks/decisions/miniwob_choose_list.jsonl",
+            include_str!("../decisions/miniwob_choose_list.jsonl"),
+        ),
+        (
+            "tasks/decisions/miniwob_use_autocomplete.jsonl",
+            include_str!("../decisions/miniwob_use_autocomplete.jsonl"),
+        ),
+        (
+            "tasks/decisions/miniwob_navigate_tree.jsonl",
+            include_str!("../decisions/miniwob_navigate_tree.jsonl"),
+        ),
+        (
+            "tasks/decisions/miniwob_click_widget.jsonl",
+            include_str!("../decisions/miniwob_click_widget.jsonl"),
+        ),
+        (
+            "tasks/decisions/miniwob_search_engine.jsonl",
+            include_str!("../decisions/miniwob_search_engine.jsonl"),
+        ),
+        (
+            "tasks/decisions/miniwob_click_collapsible.jsonl",
+            include_str!("../decisions/miniwob_click_collapsible.jsonl"),
+        ),
     ] {
         set.extend(DecisionSet::parse(name, text)?);
     }

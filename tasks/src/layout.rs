@@ -17,8 +17,11 @@ use serde::{Deserialize, Serialize};
 pub use crate::geometry::{IMAGE, VIEWPORT};
 pub use crate::task::{
     unscaled_point, ChartLayout, ChartMark, FormLayout, FrameLayout, GridItem, GridLayout,
-    LayoutSpec, MiniwobClickDialog, MiniwobClickTab, MiniwobEnterText, MiniwobLoginUser, OrderRow,
-    SearchLayout, SelectLayout, TaskKind, UnscaledLanding,
+    LayoutSpec, MiniwobChooseList, MiniwobClickButton, MiniwobClickCheckboxes,
+    MiniwobClickCollapsible, MiniwobClickDialog, MiniwobClickLink, MiniwobClickTab,
+    MiniwobClickWidget, MiniwobEnterText, MiniwobFocusText, MiniwobLoginUser,
+    MiniwobLoginUserPopup, MiniwobNavigateTree, MiniwobSearchEngine, MiniwobUseAutocomplete,
+    OrderRow, SearchLayout, SelectLayout, TaskKind, UnscaledLanding,
 };
 
 /// A task rendered in one seeded arrangement.
@@ -194,7 +197,18 @@ mod tests {
                     LayoutSpec::MiniwobClickTab(_)
                     | LayoutSpec::MiniwobClickDialog(_)
                     | LayoutSpec::MiniwobEnterText(_)
-                    | LayoutSpec::MiniwobLoginUser(_) => {
+                    | LayoutSpec::MiniwobLoginUser(_)
+                    | LayoutSpec::MiniwobClickButton(_)
+                    | LayoutSpec::MiniwobClickLink(_)
+                    | LayoutSpec::MiniwobClickCheckboxes(_)
+                    | LayoutSpec::MiniwobFocusText(_)
+                    | LayoutSpec::MiniwobLoginUserPopup(_)
+                    | LayoutSpec::MiniwobChooseList(_)
+                    | LayoutSpec::MiniwobUseAutocomplete(_)
+                    | LayoutSpec::MiniwobNavigateTree(_)
+                    | LayoutSpec::MiniwobClickWidget(_)
+                    | LayoutSpec::MiniwobSearchEngine(_)
+                    | LayoutSpec::MiniwobClickCollapsible(_) => {
                         prop_assert!(l.target_rect().is_some_and(|r| within_viewport(&r)));
                     }
                 }

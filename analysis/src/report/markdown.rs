@@ -511,4 +511,11 @@ fn answer_key_markdown(md: &mut String, s: &Analysis<'_>, level: &str) {
         );
     }
     md.push_str("\nHow to read it: the answer key here is MiniWoB++'s own in-page reward (success when the episode is done with raw reward 1), which nobody here wrote; the policies never read it. Over working trials and fired faulty trials, *agreement* counts verdicts that are Success exactly when the reward says success, *precision* is the share of Success verdicts the reward confirms, *recall* the share of rewarded successes the policy called Success. Pooled rows pool the suite's tasks.\n\n");
+    md.push_str("Faults of the catalogue with no analogue on the suite's pages (not applicable, not run):\n\n");
+    for f in faultline_faults::Fault::ALL {
+        if let Some(why) = f.miniwob_not_applicable() {
+            let _ = writeln!(md, "- `{f}`: {why}.");
+        }
+    }
+    md.push('\n');
 }

@@ -383,6 +383,7 @@ const SNAPSHOT_JS: &str = r#"(() => {
       name: e.name || e.id || '',
       label: ((e.labels && e.labels[0]) ? e.labels[0].innerText : (e.getAttribute('aria-label') || '')).trim(),
       value: String(e.value),
+      checked: e.checked === true,
     }));
   return { now, url: location.href, html: document.documentElement.outerHTML,
            text: document.body ? document.body.innerText : '', controls, selected };

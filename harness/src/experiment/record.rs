@@ -42,7 +42,7 @@ async fn oracle_reply(env: &Engine, layout: &Layout) -> Result<String> {
     // A scratch session: its ledger is released unread when it ends.
     let mut session = Session::open(env, layout, None, image).await?;
     if let Some(js) = faultline_sites::plan_script(layout) {
-        return miniwob_reply(&session.rt().page, &js, env, image).await;
+        return miniwob_reply(&mut session, &js, env, image).await;
     }
     let centre = locate(&session.rt().page, layout).await?;
     let p = centre.scale(env.viewport, image);
@@ -88,43 +88,87 @@ async fn oracle_reply(env: &Engine, layout: &Layout) -> Result<String> {
         TaskKind::MiniwobClickTab
         | TaskKind::MiniwobClickDialog
         | TaskKind::MiniwobEnterText
-        | TaskKind::MiniwobLoginUser => unreachable!("MiniWoB++ tasks follow their plan above"),
+        | TaskKind::MiniwobLoginUser
+        | TaskKind::MiniwobClickButton
+        | TaskKind::MiniwobClickLink
+        | TaskKind::MiniwobClickCheckboxes
+        | TaskKind::MiniwobFocusText
+        | TaskKind::MiniwobLoginUserPopup
+        | TaskKind::MiniwobChooseList
+        | TaskKind::MiniwobUseAutocomplete
+        | TaskKind::MiniwobNavigateTree
+        | TaskKind::MiniwobClickWidget
+        | TaskKind::MiniwobSearchEngine
+        | TaskKind::MiniwobClickCollapsible => {
+            unreachable!("MiniWoB++ tasks follow their plan above")
+        }
     }
 }
 
 /// The oracle's reply on a MiniWoB++ page: the plan script reads the page's `#query` and
-/// the boxes of the elements it names; each click becomes an image-space point.
+/// the boxes of the elements it names; each click becomes an image-space point. A plan
+/// that ends in `["then"]` is carried out on the scratch page and planned again from the
+/// page it leaves (at most [`MINIWOB_ROUNDS`] times); the reply is every round's steps.
 async fn miniwob_reply(
-    page: &crate::engine::browser::TrialPage,
+    session: &mut Session<'_>,
     js: &str,
     env: &Engine,
     image: faultline_tasks::Size,
 ) -> Result<String> {
-    let plan = page.eval(js).await?;
-    let steps = plan
-        .as_array()
-        .ok_or_else(|| anyhow!("the MiniWoB++ page's query or its elements were not found"))?;
     let mut lines = Vec::new();
-    for step in steps {
-        let s = step.as_array().map(Vec::as_slice).unwrap_or_default();
-        match s {
-            [verb, x, y] if verb == "click" => {
-                let c = Point::new(
-                    x.as_f64().unwrap_or(f64::NAN),
-                    y.as_f64().unwrap_or(f64::NAN),
-                );
-                let p = c.scale(env.viewport, image);
-                lines.push(format!("click({}, {})", p.x.round(), p.y.round()));
+    for _ in 0..MINIWOB_ROUNDS {
+        let plan = session.rt().page.eval(js).await?;
+        let steps = plan
+            .as_array()
+            .ok_or_else(|| anyhow!("the MiniWoB++ page's query or its elements were not found"))?;
+        let mut round = Vec::new();
+        let mut more = false;
+        for step in steps {
+            let s = step.as_array().map(Vec::as_slice).unwrap_or_default();
+            match s {
+                [verb, x, y] if verb == "click" => {
+                    let c = Point::new(
+                        x.as_f64().unwrap_or(f64::NAN),
+                        y.as_f64().unwrap_or(f64::NAN),
+                    );
+                    let p = c.scale(env.viewport, image);
+                    round.push(format!("click({}, {})", p.x.round(), p.y.round()));
+                }
+                [verb, text] if verb == "type" || verb == "press" => {
+                    let text = text.as_str().unwrap_or_default();
+                    round.push(format!(
+                        "{}({})",
+                        verb.as_str().unwrap_or_default(),
+                        serde_json::to_string(text)?
+                    ));
+                }
+                [verb, ms] if verb == "wait" => {
+                    let ms = ms
+                        .as_u64()
+                        .ok_or_else(|| anyhow!("the MiniWoB++ plan waits {ms} ms"))?;
+                    round.push(format!("wait({ms})"));
+                }
+                [verb] if verb == "then" => more = true,
+                _ => bail!("the MiniWoB++ plan has a step the oracle does not know: {step}"),
             }
-            [verb, text] if verb == "type" => {
-                let text = text.as_str().unwrap_or_default();
-                lines.push(format!("type({})", serde_json::to_string(text)?));
-            }
-            _ => bail!("the MiniWoB++ plan has a step the oracle does not know: {step}"),
         }
+        if !more {
+            lines.extend(round);
+            return Ok(lines.join("\n"));
+        }
+        let reply = round.join("\n");
+        session
+            .rt()
+            .step(&reply, faultline_tasks::ActionFormat::Faultline, None)
+            .await?
+            .map_err(|e| anyhow!("the oracle's own reply did not parse: {e}"))?;
+        lines.extend(round);
     }
-    Ok(lines.join("\n"))
+    bail!("the MiniWoB++ plan did not finish in {MINIWOB_ROUNDS} rounds")
 }
+
+/// How many times the oracle plans again on a MiniWoB++ page before it gives up.
+const MINIWOB_ROUNDS: usize = 16;
 
 /// Records and verifies the oracle decision for one layout.
 pub async fn record_oracle(

@@ -44,13 +44,114 @@ use axum::routing::get;
 use axum::Router;
 use faultline_faults::site::PageMod;
 use faultline_tasks::layout::{
-    MiniwobClickDialog, MiniwobClickTab, MiniwobEnterText, MiniwobLoginUser,
+    MiniwobChooseList, MiniwobClickButton, MiniwobClickCheckboxes, MiniwobClickCollapsible,
+    MiniwobClickDialog, MiniwobClickLink, MiniwobClickTab, MiniwobClickWidget, MiniwobEnterText,
+    MiniwobFocusText, MiniwobLoginUser, MiniwobLoginUserPopup, MiniwobNavigateTree,
+    MiniwobSearchEngine, MiniwobUseAutocomplete,
 };
 use faultline_tasks::task::Task;
 use faultline_tasks::Layout;
 
 /// The vendored MiniWoB++ files (`sites/vendor/miniwob/`), by path under `/miniwob/`.
 pub(crate) const FILES: &[(&str, &[u8])] = &[
+    (
+        "common/special/navigate-tree/images/ajax-loader.gif",
+        include_bytes!("../../vendor/miniwob/common/special/navigate-tree/images/ajax-loader.gif"),
+    ),
+    (
+        "common/special/navigate-tree/images/file.gif",
+        include_bytes!("../../vendor/miniwob/common/special/navigate-tree/images/file.gif"),
+    ),
+    (
+        "common/special/navigate-tree/images/folder-closed.gif",
+        include_bytes!(
+            "../../vendor/miniwob/common/special/navigate-tree/images/folder-closed.gif"
+        ),
+    ),
+    (
+        "common/special/navigate-tree/images/folder.gif",
+        include_bytes!("../../vendor/miniwob/common/special/navigate-tree/images/folder.gif"),
+    ),
+    (
+        "common/special/navigate-tree/images/minus.gif",
+        include_bytes!("../../vendor/miniwob/common/special/navigate-tree/images/minus.gif"),
+    ),
+    (
+        "common/special/navigate-tree/images/plus.gif",
+        include_bytes!("../../vendor/miniwob/common/special/navigate-tree/images/plus.gif"),
+    ),
+    (
+        "common/special/navigate-tree/images/treeview-black-line.gif",
+        include_bytes!(
+            "../../vendor/miniwob/common/special/navigate-tree/images/treeview-black-line.gif"
+        ),
+    ),
+    (
+        "common/special/navigate-tree/images/treeview-black.gif",
+        include_bytes!(
+            "../../vendor/miniwob/common/special/navigate-tree/images/treeview-black.gif"
+        ),
+    ),
+    (
+        "common/special/navigate-tree/images/treeview-default-line.gif",
+        include_bytes!(
+            "../../vendor/miniwob/common/special/navigate-tree/images/treeview-default-line.gif"
+        ),
+    ),
+    (
+        "common/special/navigate-tree/images/treeview-default.gif",
+        include_bytes!(
+            "../../vendor/miniwob/common/special/navigate-tree/images/treeview-default.gif"
+        ),
+    ),
+    (
+        "common/special/navigate-tree/images/treeview-famfamfam-line.gif",
+        include_bytes!(
+            "../../vendor/miniwob/common/special/navigate-tree/images/treeview-famfamfam-line.gif"
+        ),
+    ),
+    (
+        "common/special/navigate-tree/images/treeview-famfamfam.gif",
+        include_bytes!(
+            "../../vendor/miniwob/common/special/navigate-tree/images/treeview-famfamfam.gif"
+        ),
+    ),
+    (
+        "common/special/navigate-tree/images/treeview-gray-line.gif",
+        include_bytes!(
+            "../../vendor/miniwob/common/special/navigate-tree/images/treeview-gray-line.gif"
+        ),
+    ),
+    (
+        "common/special/navigate-tree/images/treeview-gray.gif",
+        include_bytes!(
+            "../../vendor/miniwob/common/special/navigate-tree/images/treeview-gray.gif"
+        ),
+    ),
+    (
+        "common/special/navigate-tree/images/treeview-red-line.gif",
+        include_bytes!(
+            "../../vendor/miniwob/common/special/navigate-tree/images/treeview-red-line.gif"
+        ),
+    ),
+    (
+        "common/special/navigate-tree/images/treeview-red.gif",
+        include_bytes!("../../vendor/miniwob/common/special/navigate-tree/images/treeview-red.gif"),
+    ),
+    (
+        "common/special/navigate-tree/jquery.treeview.css",
+        include_bytes!("../../vendor/miniwob/common/special/navigate-tree/jquery.treeview.css"),
+    ),
+    (
+        "common/special/navigate-tree/jquery.treeview.min.js",
+        include_bytes!("../../vendor/miniwob/common/special/navigate-tree/jquery.treeview.min.js"),
+    ),
+    (
+        "common/special/search-engine/jquery.twbsPagination.min.js",
+        include_bytes!(
+            "../../vendor/miniwob/common/special/search-engine/jquery.twbsPagination.min.js"
+        ),
+    ),
     (
         "common/ui_utils.js",
         include_bytes!("../../vendor/miniwob/common/ui_utils.js"),
@@ -108,24 +209,64 @@ pub(crate) const FILES: &[(&str, &[u8])] = &[
         include_bytes!("../../vendor/miniwob/core/jquery-ui/jquery-ui.min.js"),
     ),
     (
+        "miniwob/choose-list.html",
+        include_bytes!("../../vendor/miniwob/miniwob/choose-list.html"),
+    ),
+    (
         "miniwob/click-button.html",
         include_bytes!("../../vendor/miniwob/miniwob/click-button.html"),
+    ),
+    (
+        "miniwob/click-checkboxes.html",
+        include_bytes!("../../vendor/miniwob/miniwob/click-checkboxes.html"),
+    ),
+    (
+        "miniwob/click-collapsible.html",
+        include_bytes!("../../vendor/miniwob/miniwob/click-collapsible.html"),
     ),
     (
         "miniwob/click-dialog.html",
         include_bytes!("../../vendor/miniwob/miniwob/click-dialog.html"),
     ),
     (
+        "miniwob/click-link.html",
+        include_bytes!("../../vendor/miniwob/miniwob/click-link.html"),
+    ),
+    (
         "miniwob/click-tab.html",
         include_bytes!("../../vendor/miniwob/miniwob/click-tab.html"),
+    ),
+    (
+        "miniwob/click-widget.html",
+        include_bytes!("../../vendor/miniwob/miniwob/click-widget.html"),
     ),
     (
         "miniwob/enter-text.html",
         include_bytes!("../../vendor/miniwob/miniwob/enter-text.html"),
     ),
     (
+        "miniwob/focus-text.html",
+        include_bytes!("../../vendor/miniwob/miniwob/focus-text.html"),
+    ),
+    (
+        "miniwob/login-user-popup.html",
+        include_bytes!("../../vendor/miniwob/miniwob/login-user-popup.html"),
+    ),
+    (
         "miniwob/login-user.html",
         include_bytes!("../../vendor/miniwob/miniwob/login-user.html"),
+    ),
+    (
+        "miniwob/navigate-tree.html",
+        include_bytes!("../../vendor/miniwob/miniwob/navigate-tree.html"),
+    ),
+    (
+        "miniwob/search-engine.html",
+        include_bytes!("../../vendor/miniwob/miniwob/search-engine.html"),
+    ),
+    (
+        "miniwob/use-autocomplete.html",
+        include_bytes!("../../vendor/miniwob/miniwob/use-autocomplete.html"),
     ),
 ];
 
@@ -146,6 +287,7 @@ async fn vendored(Path(path): Path<String>) -> Response {
         Some("js") => "application/javascript; charset=utf-8",
         Some("css") => "text/css; charset=utf-8",
         Some("png") => "image/png",
+        Some("gif") => "image/gif",
         Some("html") => "text/html; charset=utf-8",
         _ => "application/octet-stream",
     };
@@ -259,12 +401,19 @@ fn reward_truth(ledger: &Ledger) -> Truth {
 }
 
 /// The oracle's plan for a MiniWoB task page: a script that evaluates to the steps an
-/// ideal agent takes, read from the page's `#query` and the boxes of its elements:
-/// `[["click", x, y], ["type", text], ...]` (viewport coordinates), or `null`.
+/// ideal agent takes next, read from the page's `#query` and the boxes of its elements:
+/// `[["click", x, y], ["type", text], ["press", key], ["wait", ms], ...]` (viewport
+/// coordinates), or `null`. A plan that ends in `["then"]` is a first part: the oracle
+/// takes those steps on its scratch page and asks the plan again of the page they leave
+/// (a menu that opened, a folder that expanded, a popup MiniWoB raised). Waits are steps
+/// of the decision, so a replay waits as the oracle did.
 fn plan_js(steps: &str) -> String {
     format!(
         "(() => {{ const q = (document.getElementById('query').textContent || '').replace(/\\s+/g, ' ').trim();
   const at = (e) => {{ if (!e) return null; const r = e.getBoundingClientRect(); return (r.width > 0 && r.height > 0) ? ['click', r.left + r.width / 2, r.top + r.height / 2] : null; }};
+  const atFirstLine = (e) => {{ if (!e) return null; const r = e.getClientRects()[0]; return (r && r.width > 0 && r.height > 0) ? ['click', r.left + r.width / 2, r.top + r.height / 2] : null; }};
+  const shown = (e) => !!e && e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
+  const then = ['then'];
   const quoted = (q.match(/\"([^\"]*)\"/g) || []).map((s) => s.slice(1, -1));
   const steps = (() => {{ {steps} }})();
   return (steps && steps.every((s) => s !== null)) ? steps : null; }})()"
@@ -339,6 +488,138 @@ miniwob_site!(
              at(document.getElementById('subbtn'))];"
 );
 
+// click-button: "Click on the \"Okay\" button." -> the first button with that text.
+miniwob_site!(
+    MiniwobClickButton,
+    "if (quoted.length < 1) return null;
+     const b = Array.from(document.querySelectorAll('#area button')).find((e) => e.textContent === quoted[0]);
+     return [at(b)];"
+);
+// click-link: "Click on the link \"word\"." -> the first link span with that text (the
+// box of its first line: a span can wrap).
+miniwob_site!(
+    MiniwobClickLink,
+    "if (quoted.length < 1) return null;
+     const a = Array.from(document.querySelectorAll('#area .alink')).find((e) => e.textContent === quoted[0]);
+     return [atFirstLine(a)];"
+);
+// click-checkboxes: "Select a, b and click Submit." (or "Select nothing ...") -> every
+// named box, then Submit.
+miniwob_site!(
+    MiniwobClickCheckboxes,
+    "const m = q.match(/^Select (.*) and click Submit\\.$/); if (!m) return null;
+     const want = m[1] === 'nothing' ? [] : m[1].split(', ');
+     const steps = [];
+     for (const label of document.querySelectorAll('#boxes label')) {
+       const box = label.querySelector('input');
+       if (want.includes(label.textContent.trim()) !== box.checked) steps.push(at(box));
+     }
+     steps.push(at(document.getElementById('subbtn')));
+     return steps;"
+);
+// focus-text: "Focus into the textbox." -> the box, wherever the seed put it.
+miniwob_site!(
+    MiniwobFocusText,
+    "return [at(document.getElementById('tt'))];"
+);
+// login-user-popup: login-user, except that focusing a field may raise MiniWoB's
+// session popup (which disables the form); Cancel dismisses it, OK fails the episode.
+// One step at a time, each planned on the page the last one left.
+miniwob_site!(
+    MiniwobLoginUserPopup,
+    "if (quoted.length < 2) return null;
+     const popup = document.getElementById('popup');
+     if (shown(popup)) return [at(document.getElementById('popup-cancel')), then];
+     const u = document.getElementById('username'), p = document.getElementById('password');
+     for (const [field, want] of [[u, quoted[0]], [p, quoted[1]]]) {
+       if (field.value === want) continue;
+       if (document.activeElement !== field) return [at(field), then];
+       return [['type', want], then];
+     }
+     return [at(document.getElementById('subbtn'))];"
+);
+// choose-list: "Select X from the list and click Submit." -> open the native select,
+// arrow from the current option to X, Enter, Submit.
+miniwob_site!(
+    MiniwobChooseList,
+    "const m = q.match(/^Select (.*) from the list and click Submit\\.$/); if (!m) return null;
+     const sel = document.getElementById('options'); if (!sel) return null;
+     const names = Array.from(sel.options).map((o) => o.textContent);
+     const to = names.indexOf(m[1]); if (to < 0) return null;
+     const from = sel.selectedIndex;
+     const key = to > from ? 'ArrowDown' : 'ArrowUp';
+     const steps = [at(sel)];
+     for (let i = 0; i < Math.abs(to - from); i++) steps.push(['press', key]);
+     steps.push(['press', 'Enter']);
+     steps.push(at(document.querySelector('#area button')));
+     return steps;"
+);
+// use-autocomplete: "Enter an item that starts with \"f\" (and ends with \"e\")." -> type
+// the start, wait for the menu (jQuery UI's 300 ms delay), pick the matching item,
+// Submit.
+miniwob_site!(
+    MiniwobUseAutocomplete,
+    "if (quoted.length < 1) return null;
+     const [f, e] = [quoted[0], quoted[1]];
+     const input = document.getElementById('tags');
+     const items = Array.from(document.querySelectorAll('.ui-autocomplete .ui-menu-item')).filter(shown);
+     if (items.length === 0) {
+       if (input.value !== '') return null;
+       return [at(input), ['type', f], ['wait', 600], then];
+     }
+     const item = items.find((i) => i.textContent.startsWith(f) && (e === undefined || i.textContent.endsWith(e)));
+     return [at(item), at(document.getElementById('subbtn'))];"
+);
+// navigate-tree: "... click on the folder or file named \"Name\"." -> open the outermost
+// closed folder above the first item of that name until the item shows, then click it.
+miniwob_site!(
+    MiniwobNavigateTree,
+    "if (quoted.length < 1) return null;
+     const spans = Array.from(document.querySelectorAll('#tree span')).filter((s) => s.textContent === quoted[0]);
+     if (spans.length === 0) return null;
+     const visible = spans.find(shown);
+     if (visible) return [at(visible)];
+     const folders = [];
+     for (let li = spans[0].parentElement.parentElement.closest('li'); li; li = li.parentElement.closest('li')) folders.unshift(li);
+     const closed = folders.find((li) => !shown(li.querySelector(':scope > ul')));
+     if (!closed) return null;
+     return [at(closed.querySelector(':scope > span')), then];"
+);
+// click-widget: "Click on a \"kind\" widget." -> the first control of that kind.
+miniwob_site!(
+    MiniwobClickWidget,
+    "if (quoted.length < 1) return null;
+     return [at(document.querySelector('#area [data-type=\"' + quoted[0] + '\"]'))];"
+);
+// search-engine: type the name, click Search (Enter does not search: the button is not
+// in a form), go to the results page that holds the n-th result (3 per page), click it.
+miniwob_site!(
+    MiniwobSearchEngine,
+    "if (quoted.length < 1) return null;
+     const m = q.match(/click the (\\d+)(st|nd|rd|th) search result/); if (!m) return null;
+     const n = Number(m[1]);
+     const box = document.getElementById('search-text');
+     const links = Array.from(document.querySelectorAll('#page-content a.search-title'));
+     if (links.length === 0 || box.value !== quoted[0]) {
+       if (box.value !== '') return null;
+       return [at(box), ['type', quoted[0]], at(document.getElementById('search')), then];
+     }
+     const hit = links.find((a) => a.getAttribute('data-result') === String(n - 1));
+     if (hit) return [at(hit)];
+     const page = String(Math.ceil(n / 3));
+     const next = Array.from(document.querySelectorAll('#pagination a')).find((a) => a.textContent.trim() === page);
+     return [at(next), then];"
+);
+// click-collapsible: "Expand the section below and click submit." -> the header, the
+// accordion's 400 ms animation, then Submit where the animation left it.
+miniwob_site!(
+    MiniwobClickCollapsible,
+    "const content = document.querySelector('#area .ui-accordion-content');
+     if (!content) return null;
+     if (!shown(content)) return [at(document.querySelector('#area h3')), ['wait', 700], then];
+     return [at(document.getElementById('subbtn'))];"
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,7 +628,7 @@ mod tests {
     use sha2::{Digest, Sha256};
 
     /// Every vendored file matches the manifest's SHA-256, and the manifest lists exactly
-    /// the vendored files (plus the licence and notice).
+    /// the vendored files (plus the licences and notice).
     #[test]
     fn vendored_files_match_the_manifest() {
         let manifest = include_str!("../../vendor/miniwob/MANIFEST.sha256");
@@ -358,6 +639,9 @@ mod tests {
             let bytes = match path {
                 "LICENSE" => include_bytes!("../../vendor/miniwob/LICENSE").as_slice(),
                 "NOTICE" => include_bytes!("../../vendor/miniwob/NOTICE").as_slice(),
+                "LICENSE-Apache-2.0" => {
+                    include_bytes!("../../vendor/miniwob/LICENSE-Apache-2.0").as_slice()
+                }
                 p => file(p).unwrap_or_else(|| panic!("{p} is listed but not served")),
             };
             assert_eq!(hex::encode(Sha256::digest(bytes)), hash, "{path}");

@@ -32,8 +32,11 @@ use crate::truth::Truth;
 use axum::Router;
 use faultline_faults::site::PageMod;
 use faultline_tasks::layout::{
-    ChartLayout, FormLayout, FrameLayout, GridLayout, MiniwobClickDialog, MiniwobClickTab,
-    MiniwobEnterText, MiniwobLoginUser, SearchLayout, SelectLayout,
+    ChartLayout, FormLayout, FrameLayout, GridLayout, MiniwobChooseList, MiniwobClickButton,
+    MiniwobClickCheckboxes, MiniwobClickCollapsible, MiniwobClickDialog, MiniwobClickLink,
+    MiniwobClickTab, MiniwobClickWidget, MiniwobEnterText, MiniwobFocusText, MiniwobLoginUser,
+    MiniwobLoginUserPopup, MiniwobNavigateTree, MiniwobSearchEngine, MiniwobUseAutocomplete,
+    SearchLayout, SelectLayout,
 };
 use faultline_tasks::task::{LayoutSpec, Task};
 use faultline_tasks::{Layout, TaskKind};
@@ -77,6 +80,17 @@ macro_rules! with_task {
             LayoutSpec::MiniwobClickDialog($t) => $body,
             LayoutSpec::MiniwobEnterText($t) => $body,
             LayoutSpec::MiniwobLoginUser($t) => $body,
+            LayoutSpec::MiniwobClickButton($t) => $body,
+            LayoutSpec::MiniwobClickLink($t) => $body,
+            LayoutSpec::MiniwobClickCheckboxes($t) => $body,
+            LayoutSpec::MiniwobFocusText($t) => $body,
+            LayoutSpec::MiniwobLoginUserPopup($t) => $body,
+            LayoutSpec::MiniwobChooseList($t) => $body,
+            LayoutSpec::MiniwobUseAutocomplete($t) => $body,
+            LayoutSpec::MiniwobNavigateTree($t) => $body,
+            LayoutSpec::MiniwobClickWidget($t) => $body,
+            LayoutSpec::MiniwobSearchEngine($t) => $body,
+            LayoutSpec::MiniwobClickCollapsible($t) => $body,
         }
     };
 }
@@ -102,7 +116,18 @@ pub(crate) fn routes() -> Router<AppState> {
                 TaskKind::MiniwobClickTab => MiniwobClickTab::routes(),
                 TaskKind::MiniwobClickDialog
                 | TaskKind::MiniwobEnterText
-                | TaskKind::MiniwobLoginUser => Router::new(),
+                | TaskKind::MiniwobLoginUser
+                | TaskKind::MiniwobClickButton
+                | TaskKind::MiniwobClickLink
+                | TaskKind::MiniwobClickCheckboxes
+                | TaskKind::MiniwobFocusText
+                | TaskKind::MiniwobLoginUserPopup
+                | TaskKind::MiniwobChooseList
+                | TaskKind::MiniwobUseAutocomplete
+                | TaskKind::MiniwobNavigateTree
+                | TaskKind::MiniwobClickWidget
+                | TaskKind::MiniwobSearchEngine
+                | TaskKind::MiniwobClickCollapsible => Router::new(),
             })
         })
 }
@@ -120,6 +145,17 @@ pub(crate) fn events(task: TaskKind) -> &'static [&'static str] {
         TaskKind::MiniwobClickDialog => MiniwobClickDialog::EVENTS,
         TaskKind::MiniwobEnterText => MiniwobEnterText::EVENTS,
         TaskKind::MiniwobLoginUser => MiniwobLoginUser::EVENTS,
+        TaskKind::MiniwobClickButton => MiniwobClickButton::EVENTS,
+        TaskKind::MiniwobClickLink => MiniwobClickLink::EVENTS,
+        TaskKind::MiniwobClickCheckboxes => MiniwobClickCheckboxes::EVENTS,
+        TaskKind::MiniwobFocusText => MiniwobFocusText::EVENTS,
+        TaskKind::MiniwobLoginUserPopup => MiniwobLoginUserPopup::EVENTS,
+        TaskKind::MiniwobChooseList => MiniwobChooseList::EVENTS,
+        TaskKind::MiniwobUseAutocomplete => MiniwobUseAutocomplete::EVENTS,
+        TaskKind::MiniwobNavigateTree => MiniwobNavigateTree::EVENTS,
+        TaskKind::MiniwobClickWidget => MiniwobClickWidget::EVENTS,
+        TaskKind::MiniwobSearchEngine => MiniwobSearchEngine::EVENTS,
+        TaskKind::MiniwobClickCollapsible => MiniwobClickCollapsible::EVENTS,
     }
 }
 
@@ -145,6 +181,17 @@ pub fn plan_script(layout: &Layout) -> Option<String> {
         LayoutSpec::MiniwobClickDialog(t) => Some(t.plan_js()),
         LayoutSpec::MiniwobEnterText(t) => Some(t.plan_js()),
         LayoutSpec::MiniwobLoginUser(t) => Some(t.plan_js()),
+        LayoutSpec::MiniwobClickButton(t) => Some(t.plan_js()),
+        LayoutSpec::MiniwobClickLink(t) => Some(t.plan_js()),
+        LayoutSpec::MiniwobClickCheckboxes(t) => Some(t.plan_js()),
+        LayoutSpec::MiniwobFocusText(t) => Some(t.plan_js()),
+        LayoutSpec::MiniwobLoginUserPopup(t) => Some(t.plan_js()),
+        LayoutSpec::MiniwobChooseList(t) => Some(t.plan_js()),
+        LayoutSpec::MiniwobUseAutocomplete(t) => Some(t.plan_js()),
+        LayoutSpec::MiniwobNavigateTree(t) => Some(t.plan_js()),
+        LayoutSpec::MiniwobClickWidget(t) => Some(t.plan_js()),
+        LayoutSpec::MiniwobSearchEngine(t) => Some(t.plan_js()),
+        LayoutSpec::MiniwobClickCollapsible(t) => Some(t.plan_js()),
         LayoutSpec::Search(_)
         | LayoutSpec::Grid(_)
         | LayoutSpec::Frame(_)

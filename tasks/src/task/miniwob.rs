@@ -101,6 +101,72 @@ miniwob_task!(
     MiniwobLoginUser,
     "login-user"
 );
+miniwob_task!(
+    /// MiniWoB++ `click-button`: Click the button the query names.
+    MiniwobClickButton,
+    MiniwobClickButton,
+    "click-button"
+);
+miniwob_task!(
+    /// MiniWoB++ `click-link`: Click the link (a span in a paragraph) whose text the query quotes.
+    MiniwobClickLink,
+    MiniwobClickLink,
+    "click-link"
+);
+miniwob_task!(
+    /// MiniWoB++ `click-checkboxes`: Check exactly the boxes the query names, then press Submit.
+    MiniwobClickCheckboxes,
+    MiniwobClickCheckboxes,
+    "click-checkboxes"
+);
+miniwob_task!(
+    /// MiniWoB++ `focus-text`: Focus the text box (it moves with the seed).
+    MiniwobFocusText,
+    MiniwobFocusText,
+    "focus-text"
+);
+miniwob_task!(
+    /// MiniWoB++ `login-user-popup`: `login-user` with a session popup that MiniWoB raises on focusing a field on about half the seeds (its OK button fails the episode, Cancel dismisses it).
+    MiniwobLoginUserPopup,
+    MiniwobLoginUserPopup,
+    "login-user-popup"
+);
+miniwob_task!(
+    /// MiniWoB++ `choose-list`: Choose the named item of a native `<select>` and press Submit.
+    MiniwobChooseList,
+    MiniwobChooseList,
+    "choose-list"
+);
+miniwob_task!(
+    /// MiniWoB++ `use-autocomplete`: Enter a country that starts (and maybe ends) with the given letters, through a jQuery UI autocomplete, and press Submit.
+    MiniwobUseAutocomplete,
+    MiniwobUseAutocomplete,
+    "use-autocomplete"
+);
+miniwob_task!(
+    /// MiniWoB++ `navigate-tree`: Open folders of a collapsed file tree and click the named file or folder.
+    MiniwobNavigateTree,
+    MiniwobNavigateTree,
+    "navigate-tree"
+);
+miniwob_task!(
+    /// MiniWoB++ `click-widget`: Click a widget of the named kind (radio, checkbox, text, textarea, button).
+    MiniwobClickWidget,
+    MiniwobClickWidget,
+    "click-widget"
+);
+miniwob_task!(
+    /// MiniWoB++ `search-engine`: Search for the quoted name with the Search button and click the n-th result (which may be on page 2 or 3).
+    MiniwobSearchEngine,
+    MiniwobSearchEngine,
+    "search-engine"
+);
+miniwob_task!(
+    /// MiniWoB++ `click-collapsible`: Expand a jQuery UI accordion section and press Submit.
+    MiniwobClickCollapsible,
+    MiniwobClickCollapsible,
+    "click-collapsible"
+);
 
 impl TaskKind {
     /// The MiniWoB++ task name of a MiniWoB++ kind (`click-tab`), `None` for faultline's
@@ -111,6 +177,17 @@ impl TaskKind {
             TaskKind::MiniwobClickDialog => Some("click-dialog"),
             TaskKind::MiniwobEnterText => Some("enter-text"),
             TaskKind::MiniwobLoginUser => Some("login-user"),
+            TaskKind::MiniwobClickButton => Some("click-button"),
+            TaskKind::MiniwobClickLink => Some("click-link"),
+            TaskKind::MiniwobClickCheckboxes => Some("click-checkboxes"),
+            TaskKind::MiniwobFocusText => Some("focus-text"),
+            TaskKind::MiniwobLoginUserPopup => Some("login-user-popup"),
+            TaskKind::MiniwobChooseList => Some("choose-list"),
+            TaskKind::MiniwobUseAutocomplete => Some("use-autocomplete"),
+            TaskKind::MiniwobNavigateTree => Some("navigate-tree"),
+            TaskKind::MiniwobClickWidget => Some("click-widget"),
+            TaskKind::MiniwobSearchEngine => Some("search-engine"),
+            TaskKind::MiniwobClickCollapsible => Some("click-collapsible"),
             TaskKind::Search
             | TaskKind::Grid
             | TaskKind::Frame

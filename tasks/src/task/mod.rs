@@ -63,7 +63,10 @@ pub use form::FormLayout;
 pub use frame::{FrameLayout, OrderRow};
 pub use grid::{unscaled_point, GridItem, GridLayout, UnscaledLanding};
 pub use miniwob::{
-    MiniwobClickDialog, MiniwobClickTab, MiniwobEnterText, MiniwobLoginUser, MINIWOB_AREA,
+    MiniwobChooseList, MiniwobClickButton, MiniwobClickCheckboxes, MiniwobClickCollapsible,
+    MiniwobClickDialog, MiniwobClickLink, MiniwobClickTab, MiniwobClickWidget, MiniwobEnterText,
+    MiniwobFocusText, MiniwobLoginUser, MiniwobLoginUserPopup, MiniwobNavigateTree,
+    MiniwobSearchEngine, MiniwobUseAutocomplete, MINIWOB_AREA,
 };
 pub use search::SearchLayout;
 pub use select::SelectLayout;
@@ -133,6 +136,28 @@ crate::named_enum! {
         MiniwobEnterText = "miniwob_enter_text",
         /// MiniWoB++ `login-user`: its page and its reward come from the external suite.
         MiniwobLoginUser = "miniwob_login_user",
+        /// MiniWoB++ `click-button`: its page and its reward come from the external suite.
+        MiniwobClickButton = "miniwob_click_button",
+        /// MiniWoB++ `click-link`: its page and its reward come from the external suite.
+        MiniwobClickLink = "miniwob_click_link",
+        /// MiniWoB++ `click-checkboxes`: its page and its reward come from the external suite.
+        MiniwobClickCheckboxes = "miniwob_click_checkboxes",
+        /// MiniWoB++ `focus-text`: its page and its reward come from the external suite.
+        MiniwobFocusText = "miniwob_focus_text",
+        /// MiniWoB++ `login-user-popup`: its page and its reward come from the external suite.
+        MiniwobLoginUserPopup = "miniwob_login_user_popup",
+        /// MiniWoB++ `choose-list`: its page and its reward come from the external suite.
+        MiniwobChooseList = "miniwob_choose_list",
+        /// MiniWoB++ `use-autocomplete`: its page and its reward come from the external suite.
+        MiniwobUseAutocomplete = "miniwob_use_autocomplete",
+        /// MiniWoB++ `navigate-tree`: its page and its reward come from the external suite.
+        MiniwobNavigateTree = "miniwob_navigate_tree",
+        /// MiniWoB++ `click-widget`: its page and its reward come from the external suite.
+        MiniwobClickWidget = "miniwob_click_widget",
+        /// MiniWoB++ `search-engine`: its page and its reward come from the external suite.
+        MiniwobSearchEngine = "miniwob_search_engine",
+        /// MiniWoB++ `click-collapsible`: its page and its reward come from the external suite.
+        MiniwobClickCollapsible = "miniwob_click_collapsible",
     }
 }
 
@@ -156,11 +181,22 @@ impl TaskKind {
     ];
 
     /// The MiniWoB++ tasks (pages and answer key from the external suite).
-    pub const MINIWOB: [TaskKind; 4] = [
+    pub const MINIWOB: [TaskKind; 15] = [
         TaskKind::MiniwobClickTab,
         TaskKind::MiniwobClickDialog,
         TaskKind::MiniwobEnterText,
         TaskKind::MiniwobLoginUser,
+        TaskKind::MiniwobClickButton,
+        TaskKind::MiniwobClickLink,
+        TaskKind::MiniwobClickCheckboxes,
+        TaskKind::MiniwobFocusText,
+        TaskKind::MiniwobLoginUserPopup,
+        TaskKind::MiniwobChooseList,
+        TaskKind::MiniwobUseAutocomplete,
+        TaskKind::MiniwobNavigateTree,
+        TaskKind::MiniwobClickWidget,
+        TaskKind::MiniwobSearchEngine,
+        TaskKind::MiniwobClickCollapsible,
     ];
 
     /// Position in report order.
@@ -184,6 +220,25 @@ impl TaskKind {
             TaskKind::MiniwobClickDialog => MiniwobClickDialog::generate(rng, index).into_spec(),
             TaskKind::MiniwobEnterText => MiniwobEnterText::generate(rng, index).into_spec(),
             TaskKind::MiniwobLoginUser => MiniwobLoginUser::generate(rng, index).into_spec(),
+            TaskKind::MiniwobClickButton => MiniwobClickButton::generate(rng, index).into_spec(),
+            TaskKind::MiniwobClickLink => MiniwobClickLink::generate(rng, index).into_spec(),
+            TaskKind::MiniwobClickCheckboxes => {
+                MiniwobClickCheckboxes::generate(rng, index).into_spec()
+            }
+            TaskKind::MiniwobFocusText => MiniwobFocusText::generate(rng, index).into_spec(),
+            TaskKind::MiniwobLoginUserPopup => {
+                MiniwobLoginUserPopup::generate(rng, index).into_spec()
+            }
+            TaskKind::MiniwobChooseList => MiniwobChooseList::generate(rng, index).into_spec(),
+            TaskKind::MiniwobUseAutocomplete => {
+                MiniwobUseAutocomplete::generate(rng, index).into_spec()
+            }
+            TaskKind::MiniwobNavigateTree => MiniwobNavigateTree::generate(rng, index).into_spec(),
+            TaskKind::MiniwobClickWidget => MiniwobClickWidget::generate(rng, index).into_spec(),
+            TaskKind::MiniwobSearchEngine => MiniwobSearchEngine::generate(rng, index).into_spec(),
+            TaskKind::MiniwobClickCollapsible => {
+                MiniwobClickCollapsible::generate(rng, index).into_spec()
+            }
         }
     }
 
@@ -201,6 +256,17 @@ impl TaskKind {
             TaskKind::MiniwobClickDialog => MiniwobClickDialog::expectation(named),
             TaskKind::MiniwobEnterText => MiniwobEnterText::expectation(named),
             TaskKind::MiniwobLoginUser => MiniwobLoginUser::expectation(named),
+            TaskKind::MiniwobClickButton => MiniwobClickButton::expectation(named),
+            TaskKind::MiniwobClickLink => MiniwobClickLink::expectation(named),
+            TaskKind::MiniwobClickCheckboxes => MiniwobClickCheckboxes::expectation(named),
+            TaskKind::MiniwobFocusText => MiniwobFocusText::expectation(named),
+            TaskKind::MiniwobLoginUserPopup => MiniwobLoginUserPopup::expectation(named),
+            TaskKind::MiniwobChooseList => MiniwobChooseList::expectation(named),
+            TaskKind::MiniwobUseAutocomplete => MiniwobUseAutocomplete::expectation(named),
+            TaskKind::MiniwobNavigateTree => MiniwobNavigateTree::expectation(named),
+            TaskKind::MiniwobClickWidget => MiniwobClickWidget::expectation(named),
+            TaskKind::MiniwobSearchEngine => MiniwobSearchEngine::expectation(named),
+            TaskKind::MiniwobClickCollapsible => MiniwobClickCollapsible::expectation(named),
         }
     }
 }
@@ -229,6 +295,28 @@ pub enum LayoutSpec {
     MiniwobEnterText(MiniwobEnterText),
     /// The MiniWoB++ `login-user` task's layout (its episode seed).
     MiniwobLoginUser(MiniwobLoginUser),
+    /// The MiniWoB++ `click-button` task's layout (its episode seed).
+    MiniwobClickButton(MiniwobClickButton),
+    /// The MiniWoB++ `click-link` task's layout (its episode seed).
+    MiniwobClickLink(MiniwobClickLink),
+    /// The MiniWoB++ `click-checkboxes` task's layout (its episode seed).
+    MiniwobClickCheckboxes(MiniwobClickCheckboxes),
+    /// The MiniWoB++ `focus-text` task's layout (its episode seed).
+    MiniwobFocusText(MiniwobFocusText),
+    /// The MiniWoB++ `login-user-popup` task's layout (its episode seed).
+    MiniwobLoginUserPopup(MiniwobLoginUserPopup),
+    /// The MiniWoB++ `choose-list` task's layout (its episode seed).
+    MiniwobChooseList(MiniwobChooseList),
+    /// The MiniWoB++ `use-autocomplete` task's layout (its episode seed).
+    MiniwobUseAutocomplete(MiniwobUseAutocomplete),
+    /// The MiniWoB++ `navigate-tree` task's layout (its episode seed).
+    MiniwobNavigateTree(MiniwobNavigateTree),
+    /// The MiniWoB++ `click-widget` task's layout (its episode seed).
+    MiniwobClickWidget(MiniwobClickWidget),
+    /// The MiniWoB++ `search-engine` task's layout (its episode seed).
+    MiniwobSearchEngine(MiniwobSearchEngine),
+    /// The MiniWoB++ `click-collapsible` task's layout (its episode seed).
+    MiniwobClickCollapsible(MiniwobClickCollapsible),
 }
 
 /// Runs `$body` with `$t` bound to the task's layout, whatever the task.
@@ -245,6 +333,17 @@ macro_rules! with_task {
             LayoutSpec::MiniwobClickDialog($t) => $body,
             LayoutSpec::MiniwobEnterText($t) => $body,
             LayoutSpec::MiniwobLoginUser($t) => $body,
+            LayoutSpec::MiniwobClickButton($t) => $body,
+            LayoutSpec::MiniwobClickLink($t) => $body,
+            LayoutSpec::MiniwobClickCheckboxes($t) => $body,
+            LayoutSpec::MiniwobFocusText($t) => $body,
+            LayoutSpec::MiniwobLoginUserPopup($t) => $body,
+            LayoutSpec::MiniwobChooseList($t) => $body,
+            LayoutSpec::MiniwobUseAutocomplete($t) => $body,
+            LayoutSpec::MiniwobNavigateTree($t) => $body,
+            LayoutSpec::MiniwobClickWidget($t) => $body,
+            LayoutSpec::MiniwobSearchEngine($t) => $body,
+            LayoutSpec::MiniwobClickCollapsible($t) => $body,
         }
     };
 }
