@@ -600,7 +600,21 @@ impl ResultsDb {
     /// Inserts an episode and its whole transcript atomically; a key already present is
     /// an error (resume skips it, never writes it twice).
     pub fn insert_episode(&mut self, e: &EpisodeRow, steps: &[EpisodeStepRow]) -> Result<()> {
+        self.insert_episode_with_infra(e, steps, &[])
+    }
+
+    /// Inserts an episode, its steps and the infrastructure errors of its failed
+    /// attempts (a retried episode), atomically.
+    pub fn insert_episode_with_infra(
+        &mut self,
+        e: &EpisodeRow,
+        steps: &[EpisodeStepRow],
+        infra: &[InfraErrorRow],
+    ) -> Result<()> {
         let tx = self.conn.transaction()?;
+        for i in infra {
+            insert_infra(&tx, i)?;
+        }
         tx.execute(
             "INSERT INTO episodes (episode_key, task, fault, stage, layer, policy, agent, run, layout_index, layout_seed, episode_seed, fired, success, truth_detail, browser_actions, steps, stop_reason, detected_at_first_step, first_verdict, error, model_calls, prompt_tokens, completion_tokens, ledger, duration_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",

@@ -7,6 +7,7 @@
 use crate::agent::cassette::CassetteMode;
 use crate::agent::openai::OpenAiConfig;
 use crate::engine::episode::EpisodeLimits;
+use crate::engine::liveness::Liveness;
 use crate::engine::roundtrip::Timing;
 use crate::plugin::{PluginSpec, DEFAULT_TIMEOUT_MS};
 use anyhow::{bail, Result};
@@ -53,6 +54,8 @@ pub struct ConfigFile {
     /// Fault selectors (ids, globs, `layer:NAME`, `stage:NAME`, `reference`, `all`).
     pub faults: Option<Vec<String>>,
     pub timing: Option<TimingFile>,
+    /// The harness's own deadlines, retries and browser restarts (`[liveness]`).
+    pub liveness: Option<LivenessFile>,
     pub browser: Option<BrowserFile>,
     pub recovery: Option<RecoveryFile>,
     /// The OpenAI-compatible endpoint, for `recovery.agent = "openai"` and
@@ -119,6 +122,21 @@ pub struct RecoveryFile {
     pub max_steps: Option<u32>,
     /// Fault selectors for the episodes (default: `reference`).
     pub faults: Option<Vec<String>>,
+    /// Wall-clock limit of one episode in milliseconds (stop reason `time_limit`).
+    pub time_limit_ms: Option<u64>,
+    /// The longest `wait(ms)` a reply may ask for; longer waits are cut to it.
+    pub max_wait_ms: Option<u64>,
+}
+
+/// The `[liveness]` section: when the harness gives up on a hung browser and how often
+/// it tries again. None of it changes what a working trial measures.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LivenessFile {
+    pub call_timeout_ms: Option<u64>,
+    pub page_timeout_ms: Option<u64>,
+    pub retries: Option<u32>,
+    pub browser_restarts: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -169,6 +187,9 @@ pub struct ExperimentConfig {
     /// configured task it applies to.
     pub faults: Vec<Fault>,
     pub timing: Timing,
+    /// Deadlines, retries and browser restarts. Not part of what a run *is*.
+    #[serde(default)]
+    pub liveness: Liveness,
     pub viewport: Size,
     pub image: Size,
     pub chromium: Option<PathBuf>,
@@ -233,6 +254,7 @@ impl ExperimentConfig {
         let mut v = serde_json::to_value(self).expect("config serializes");
         if let Some(o) = v.as_object_mut() {
             o.remove("jobs");
+            o.remove("liveness");
             o.remove("source");
             o.remove("chromium");
             // Where the model calls come from does not change what the run is: a
@@ -447,6 +469,7 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
             at("timing")
         );
     }
+    let liveness = resolve_liveness(file.liveness.as_ref(), &at)?;
     // `--faults` chooses the faults of the whole run: detection and recovery.
     let recovery_file = file.recovery.clone().map(|mut r| {
         if overrides.faults.is_some() {
@@ -498,6 +521,7 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         policies,
         decisions,
         timing,
+        liveness,
         viewport: VIEWPORT,
         image: IMAGE,
         chromium: file.browser.and_then(|b| b.executable),
@@ -508,6 +532,47 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         external_policies,
         exec,
     })
+}
+
+/// The `[liveness]` section, defaults filled in and checked.
+fn resolve_liveness(file: Option<&LivenessFile>, at: &dyn Fn(&str) -> String) -> Result<Liveness> {
+    let d = Liveness::default();
+    let f = file.cloned().unwrap_or_default();
+    let l = Liveness {
+        call_timeout_ms: f.call_timeout_ms.unwrap_or(d.call_timeout_ms),
+        page_timeout_ms: f.page_timeout_ms.unwrap_or(d.page_timeout_ms),
+        retries: f.retries.unwrap_or(d.retries),
+        browser_restarts: f.browser_restarts.unwrap_or(d.browser_restarts),
+    };
+    if !(500..=600_000).contains(&l.call_timeout_ms) {
+        bail!(
+            "{}: expected a call timeout between 500 and 600000 ms, found {}",
+            at("liveness.call_timeout_ms"),
+            l.call_timeout_ms
+        );
+    }
+    if !(1_000..=600_000).contains(&l.page_timeout_ms) {
+        bail!(
+            "{}: expected a page timeout between 1000 and 600000 ms, found {}",
+            at("liveness.page_timeout_ms"),
+            l.page_timeout_ms
+        );
+    }
+    if l.retries > 10 {
+        bail!(
+            "{}: expected at most 10 retries, found {}",
+            at("liveness.retries"),
+            l.retries
+        );
+    }
+    if l.browser_restarts > 100 {
+        bail!(
+            "{}: expected at most 100 browser restarts, found {}",
+            at("liveness.browser_restarts"),
+            l.browser_restarts
+        );
+    }
+    Ok(l)
 }
 
 /// A validated plugin process.
@@ -645,7 +710,23 @@ fn resolve_recovery(
     let limits = EpisodeLimits {
         budget: r.budget.unwrap_or(defaults.budget),
         max_steps: r.max_steps.unwrap_or(defaults.max_steps),
+        time_limit_ms: r.time_limit_ms.unwrap_or(defaults.time_limit_ms),
+        max_wait_ms: r.max_wait_ms.unwrap_or(defaults.max_wait_ms),
     };
+    if !(1_000..=3_600_000).contains(&limits.time_limit_ms) {
+        bail!(
+            "{}: expected an episode time limit between 1000 and 3600000 ms, found {}",
+            at("time_limit_ms"),
+            limits.time_limit_ms
+        );
+    }
+    if limits.max_wait_ms > 60_000 {
+        bail!(
+            "{}: expected a wait cap of at most 60000 ms, found {}",
+            at("max_wait_ms"),
+            limits.max_wait_ms
+        );
+    }
     if limits.budget > 100 {
         bail!(
             "{}: expected a budget of at most 100 browser actions, found {}",

@@ -68,7 +68,7 @@ impl<'e> Session<'e> {
         if let Some(injection) = fault.as_ref().and_then(|f| f.site(layout)) {
             engine.server.arm(&session.scope, injection);
         }
-        let page = engine.pages.take().await?;
+        let page = engine.take_page().await?;
         let rt = session
             .rt
             .insert(RoundTrip::new(page, layout, fault, image, engine.timing));

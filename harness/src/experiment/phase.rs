@@ -20,9 +20,14 @@ use tokio::task::JoinSet;
 #[derive(Debug, Clone)]
 pub struct PhaseSummary {
     pub total: usize,
+    /// Items run now (stored, or failed for infrastructure reasons).
     pub run: usize,
     pub skipped: usize,
     pub wall: Duration,
+    /// Failed attempts that were retried or given up on (infrastructure failures).
+    pub infra_failures: usize,
+    /// Items that failed every attempt: listed, not stored; `--resume` tries them again.
+    pub failed: usize,
 }
 
 /// Of a phase's `items` (fixed before anything runs), those not yet stored, at most
@@ -212,6 +217,8 @@ where
         run,
         skipped,
         wall: started.elapsed(),
+        infra_failures: 0,
+        failed: 0,
     })
 }
 

@@ -139,6 +139,10 @@ impl RoundTrip {
                     let ok = format!("Pressed {key}.");
                     match self.page.press(key).await {
                         Ok(()) => (ok.clone(), ok),
+                        // A dead browser or page is the harness's failure, not the key's.
+                        Err(e) if crate::engine::liveness::InfraFailure::find(&e).is_some() => {
+                            return Err(e)
+                        }
                         Err(e) => (format!("Error: {e}"), ok),
                     }
                 }
@@ -148,9 +152,17 @@ impl RoundTrip {
                     (m.clone(), m)
                 }
                 Action::Wait { ms } => {
-                    tokio::time::sleep(Duration::from_millis(*ms)).await;
-                    x.waited_ms += ms;
-                    let m = format!("Waited {ms} ms.");
+                    // A reply cannot hold the harness for as long as it likes.
+                    let waited = (*ms).min(self.max_wait_ms);
+                    tokio::time::sleep(Duration::from_millis(waited)).await;
+                    x.waited_ms += waited;
+                    let m = if waited < *ms {
+                        format!(
+                            "Waited {waited} ms (the {ms} ms asked for is capped at {waited} ms)."
+                        )
+                    } else {
+                        format!("Waited {ms} ms.")
+                    };
                     (m.clone(), m)
                 }
                 Action::Answer { value } => {

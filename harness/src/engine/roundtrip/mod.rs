@@ -86,6 +86,8 @@ pub struct RoundTrip {
     pub timing: Timing,
     /// Every capture so far; the session hands them to the ledger.
     pub marks: Vec<CaptureMark>,
+    /// The longest `wait(ms)` a reply may ask for (longer waits are cut to it).
+    pub max_wait_ms: u64,
     /// The layout on the page (for faults whose parameters depend on it).
     layout: Layout,
     before_act_done: bool,
@@ -105,6 +107,7 @@ impl RoundTrip {
             image,
             timing,
             marks: Vec::new(),
+            max_wait_ms: crate::engine::episode::EpisodeLimits::default().max_wait_ms,
             layout: layout.clone(),
             before_act_done: false,
         }
