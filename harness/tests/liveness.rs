@@ -512,3 +512,72 @@ async fn regression_a_huge_wait_is_capped_and_an_episode_stops_at_its_wall_clock
     h.shutdown().await;
     assert_nothing_left(&before);
 }
+
+/// The three faults that break the page are measured trials, not infrastructure
+/// failures: each fires with its witness, every built-in policy's verdict is stored, and
+/// nothing lands in `infra_errors`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_renderer_crash_hang_and_never_settling_faults_are_measured_trials_with_stored_verdicts(
+) {
+    let _serial = SERIAL.lock().await;
+    let before = profile_dirs();
+    let text = r#"
+tasks = ["grid", "form"]
+policies = ["unverified", "generic", "pixel", "outcome"]
+decisions = "auto"
+faults = ["tool.renderer_crash", "execution.main_thread_hang", "dom.never_settles"]
+layouts = 1
+jobs = 3
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let summary = faultline::experiment::run(request(&out, text, false))
+        .await
+        .expect("the run succeeds");
+    assert_eq!(summary.infra_failures, 0);
+    let db = ResultsDb::open_read_only(&out.join("results.sqlite")).unwrap();
+    assert!(
+        db.infra_errors().unwrap().is_empty(),
+        "no infrastructure failure"
+    );
+    let trials = db.trials().unwrap();
+    let verdicts = db.verdicts().unwrap();
+    for fault in [
+        "tool.renderer_crash",
+        "execution.main_thread_hang",
+        "dom.never_settles",
+    ] {
+        for task in ["grid", "form"] {
+            let t = trials
+                .iter()
+                .find(|t| t.fault.map(|f| f.id()) == Some(fault) && t.task.name() == task)
+                .unwrap_or_else(|| panic!("no {fault} trial on {task}"));
+            assert_eq!(t.fired, Some(true), "{fault} on {task} did not fire");
+            let w = t.witness.as_deref().unwrap();
+            assert!(w.contains(fault), "{w}");
+            let n = verdicts
+                .iter()
+                .filter(|v| v.trial_key == t.trial_key)
+                .count();
+            assert_eq!(n, 4, "{fault} on {task}: every built-in policy judged");
+            if fault != "dom.never_settles" {
+                assert!(!t.truth_achieved, "{fault} on {task}: {}", t.truth_detail);
+                // The crash leaves no page; the hung page never becomes ready (DevTools
+                // still reads it between the loop's instructions).
+                let reported = match fault {
+                    "tool.renderer_crash" => "Error: the page crashed",
+                    _ => "Error: the page did not finish loading",
+                };
+                assert!(
+                    t.tool_message.contains(reported),
+                    "{fault} on {task}: the tool reports it: {}",
+                    t.tool_message
+                );
+            } else {
+                assert!(t.truth_achieved, "{fault} on {task}: {}", t.truth_detail);
+            }
+        }
+    }
+    drop(db);
+    assert_nothing_left(&before);
+}

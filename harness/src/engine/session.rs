@@ -94,7 +94,13 @@ impl<'e> Session<'e> {
             .rt
             .as_mut()
             .expect("a session has its page until it is finished");
-        rt.page.flush_ledger().await?;
+        // A page the armed fault crashed has nothing left to send (its keepalive
+        // requests were handed to the browser before it died).
+        let crashed_by_fault =
+            rt.fault.is_some_and(|f| f.crashes_renderer()) && rt.page.crashed().is_some();
+        if !crashed_by_fault {
+            rt.page.flush_ledger().await?;
+        }
         for m in &rt.marks[self.noted_captures..] {
             engine.scorer.note_capture(scope, m);
         }

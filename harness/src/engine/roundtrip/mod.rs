@@ -22,6 +22,7 @@ pub use execute::Executed;
 pub use parse::{parse_stage, ReplyError, SPECIAL_TOKENS};
 
 use crate::engine::browser::TrialPage;
+use crate::engine::liveness::{InfraFailure, InfraKind};
 use anyhow::Result;
 use faultline_faults::{BeforeAct, FaultPlan, Witness};
 use faultline_policies::{Observation, PageState};
@@ -88,6 +89,8 @@ pub struct RoundTrip {
     pub marks: Vec<CaptureMark>,
     /// The longest `wait(ms)` a reply may ask for (longer waits are cut to it).
     pub max_wait_ms: u64,
+    /// The renderer-crash fault's witness, until a step reports it.
+    crash_witness: Option<Witness>,
     /// The layout on the page (for faults whose parameters depend on it).
     layout: Layout,
     before_act_done: bool,
@@ -108,6 +111,7 @@ impl RoundTrip {
             timing,
             marks: Vec::new(),
             max_wait_ms: crate::engine::episode::EpisodeLimits::default().max_wait_ms,
+            crash_witness: None,
             layout: layout.clone(),
             before_act_done: false,
         }
@@ -176,7 +180,76 @@ impl RoundTrip {
 
     /// Runs already parsed actions, whose points are in `space`, through execute ->
     /// feedback -> observe. `parse_witness` is the parse stage's witness for them, if any.
+    ///
+    /// When the armed fault broke the page (the renderer-crash fault crashed it, the
+    /// main-thread-hang fault hung it), the step still ends: the tool reports the error
+    /// and the observation is a blank image with no page state. That is the fault's
+    /// measured effect. A page that breaks with no such fault armed is an
+    /// infrastructure failure: the error is returned (the item is retried).
     pub async fn act(
+        &mut self,
+        actions: Vec<Action>,
+        space: CoordinateSpace,
+        parse_witness: Option<Witness>,
+    ) -> Result<StepOutcome> {
+        match self
+            .act_on_page(actions.clone(), space, parse_witness)
+            .await
+        {
+            Err(e) => match self.broken_by_fault(&e) {
+                Some(message) => Ok(self.broken_outcome(actions, message)),
+                None => Err(e),
+            },
+            done => done,
+        }
+    }
+
+    /// The error's message when it is the armed fault's effect on the page (a crash
+    /// the renderer-crash fault caused, a hang the main-thread-hang fault caused).
+    fn broken_by_fault(&self, e: &anyhow::Error) -> Option<String> {
+        let fault = self.fault.as_ref()?;
+        let f = InfraFailure::find(e)?;
+        match f.kind {
+            InfraKind::RendererCrashed if fault.crashes_renderer() => Some(
+                "Error: the page crashed (its renderer process is gone); nothing could be observed."
+                    .to_string(),
+            ),
+            InfraKind::Unresponsive if fault.hangs_page() => Some(format!(
+                "Error: the page stopped responding ({}); nothing could be observed.",
+                f.reason
+            )),
+            _ => None,
+        }
+    }
+
+    /// The step's outcome on a page the armed fault broke: the error as the tool's
+    /// message, a blank observation and no page state.
+    fn broken_outcome(&mut self, actions: Vec<Action>, message: String) -> StepOutcome {
+        let answer = actions.iter().rev().find_map(|a| match a {
+            Action::Answer { value } => Some(value.clone()),
+            _ => None,
+        });
+        StepOutcome {
+            actions,
+            executed: Vec::new(),
+            tool_message: message,
+            after: Observation {
+                png: blank_png(self.image),
+                size: self.image,
+                text: String::new(),
+            },
+            after_state: PageState {
+                url: String::new(),
+                frames: Vec::new(),
+            },
+            after_capture: self.last_capture().unwrap_or(0),
+            answer,
+            stop: false,
+            witness: self.crash_witness.take(),
+        }
+    }
+
+    async fn act_on_page(
         &mut self,
         actions: Vec<Action>,
         space: CoordinateSpace,
@@ -189,6 +262,14 @@ impl RoundTrip {
         }
         let mut execution = self.execute(&actions, space).await?;
         witness = witness.or(execution.witness.take());
+        // The renderer-crash fault: the page's renderer dies right after the action.
+        if let Some(fault) = self.fault.filter(|f| f.crashes_renderer()) {
+            if actions.iter().any(Action::is_browser_action) && self.page.crashed().is_none() {
+                self.page.crash_renderer().await?;
+                let reported = self.page.crashed().unwrap_or_default();
+                self.crash_witness = fault.crash_witness(&reported);
+            }
+        }
         let load_error = self.settle(&actions, &execution).await?;
         let (tool_message, feedback_witness) = feedback::report(
             self.fault.as_ref(),
@@ -217,4 +298,13 @@ impl RoundTrip {
             witness,
         })
     }
+}
+
+/// A blank (black) PNG of `size`: the observation of a page that is gone.
+fn blank_png(size: Size) -> Vec<u8> {
+    let img = image::RgbImage::new(size.width, size.height);
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png)
+        .expect("encoding a blank PNG in memory");
+    out.into_inner()
 }
