@@ -279,6 +279,9 @@ impl RoundTrip {
         );
         witness = witness.or(feedback_witness);
         let capture = self.capture().await?;
+        if execution.holds_tooltip {
+            self.page.eval(execute::RELEASE_TOOLTIP).await?;
+        }
         witness = witness.or(self
             .capture_witness(execution.hover_clock, &capture)
             .await?);
