@@ -293,9 +293,16 @@ pub struct ResultsDb {
     conn: Connection,
     /// The schema version of the file (older versions are read-only).
     version: i64,
+    /// The database file, for error messages.
+    path: std::path::PathBuf,
 }
 
 impl ResultsDb {
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Opens (creating if needed) a database for writing.
     pub fn open(path: &Path) -> Result<ResultsDb> {
         let conn = Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
@@ -306,6 +313,7 @@ impl ResultsDb {
         let mut db = ResultsDb {
             conn,
             version: SCHEMA_VERSION,
+            path: path.to_path_buf(),
         };
         match db.meta("schema_version")? {
             None => db.set_meta("schema_version", &SCHEMA_VERSION.to_string())?,
@@ -345,6 +353,7 @@ impl ResultsDb {
         let mut db = ResultsDb {
             conn,
             version: SCHEMA_VERSION,
+            path: path.to_path_buf(),
         };
         match db.meta("schema_version")?.map(|v| v.parse::<i64>()) {
             Some(Ok(v)) if (1..=SCHEMA_VERSION).contains(&v) => {

@@ -309,6 +309,19 @@ pub fn load_text(arg: Option<&str>) -> Result<ConfigText> {
     }
 }
 
+/// The `[table]` (or `[[table]]`) header in force at 1-based `line`, if any.
+fn table_at(text: &str, line: usize) -> Option<String> {
+    text.lines()
+        .take(line)
+        .filter_map(|l| {
+            let l = l.trim();
+            l.starts_with('[')
+                .then(|| l.trim_matches(|c| c == '[' || c == ']').trim().to_string())
+        })
+        .last()
+        .filter(|t| !t.is_empty())
+}
+
 /// 1-based line of a byte offset.
 fn line_of_offset(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
@@ -348,7 +361,12 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         let field = line
             .and_then(|l| config.text.lines().nth(l - 1))
             .and_then(|l| l.split_once('=').map(|(k, _)| k.trim().to_string()))
-            .filter(|k| !k.is_empty() && !k.starts_with('['));
+            .filter(|k| !k.is_empty() && !k.starts_with('['))
+            // A key inside a table is named with its table: `timing.settle_ms`.
+            .map(|k| match line.and_then(|l| table_at(&config.text, l)) {
+                Some(table) => format!("{table}.{k}"),
+                None => k,
+            });
         let msg = e.message().trim().to_string();
         match (line, field) {
             (Some(l), Some(f)) if !msg.contains(&f) => {
@@ -767,6 +785,25 @@ mod tests {
             name: "exp.toml".into(),
             text: s.into(),
         }
+    }
+
+    #[test]
+    fn regression_a_toml_error_in_a_table_names_the_key_with_its_table() {
+        let e = resolve(
+            &text("seed = 1\n[timing]\nsettle_ms = \"fast\"\n"),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("exp.toml:3: timing.settle_ms: "), "{e}");
+        let e = resolve(&text("seed = \"one\"\n"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("exp.toml:1: seed: "), "{e}");
+        let e = resolve(&text("[liveness]\nretries = 99\n"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("liveness.retries"), "{e}");
     }
 
     #[test]

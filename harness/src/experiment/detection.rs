@@ -117,6 +117,7 @@ pub async fn run(
                 infra_failures += failures.len();
                 failed += 1;
                 db.insert_infra_errors(&failures)
+                    .with_context(|| format!("writing {}", db.path().display()))
             }
         },
     )
@@ -137,8 +138,8 @@ fn store(
     let stem = spec.key.replace('/', "-");
     let before = format!("shots/{stem}.before.png");
     let after = format!("shots/{stem}.after.png");
-    std::fs::write(shots.join(format!("{stem}.before.png")), &r.before_png)?;
-    std::fs::write(shots.join(format!("{stem}.after.png")), &r.after_png)?;
+    write_shot(&shots.join(format!("{stem}.before.png")), &r.before_png)?;
+    write_shot(&shots.join(format!("{stem}.after.png")), &r.after_png)?;
     let d = &spec.decision;
     let condition = if spec.fault.is_some() {
         Condition::Faulty
@@ -192,4 +193,10 @@ fn store(
         }
     }
     db.insert_trial_with_infra(&row, &verdicts, &infra)
+        .with_context(|| format!("writing {}", db.path().display()))
+}
+
+/// Writes a screenshot; a full disk names the file.
+pub(crate) fn write_shot(path: &Path, png: &[u8]) -> Result<()> {
+    std::fs::write(path, png).with_context(|| format!("writing {}", path.display()))
 }

@@ -137,6 +137,7 @@ pub async fn run(
                 infra_failures += failures.len();
                 failed += 1;
                 db.insert_infra_errors(&failures)
+                    .with_context(|| format!("writing {}", db.path().display()))
             }
         },
     )
@@ -162,14 +163,14 @@ fn store_episode(
         return db.insert_infra_errors(&failed_attempts);
     }
     let stem = task.key.replace('/', "-");
-    std::fs::write(shots.join(format!("{stem}.before.png")), &r.before.png)?;
+    super::detection::write_shot(&shots.join(format!("{stem}.before.png")), &r.before.png)?;
     let d = &task.decision;
     let mut steps = Vec::new();
     for s in &r.steps {
         let screenshot = match &s.observation {
             Some(o) => {
                 let name = format!("{stem}.s{}.png", s.step);
-                std::fs::write(shots.join(&name), &o.png)?;
+                super::detection::write_shot(&shots.join(&name), &o.png)?;
                 Some(format!("shots/{name}"))
             }
             None => None,
@@ -223,4 +224,5 @@ fn store_episode(
         duration_ms: r.duration_ms,
     };
     db.insert_episode_with_infra(&row, &steps, &failed_attempts)
+        .with_context(|| format!("writing {}", db.path().display()))
 }
