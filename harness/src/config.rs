@@ -8,7 +8,7 @@ use crate::agent::cassette::CassetteMode;
 use crate::agent::openai::OpenAiConfig;
 use crate::engine::episode::EpisodeLimits;
 use crate::engine::liveness::Liveness;
-use crate::engine::roundtrip::Timing;
+use crate::engine::roundtrip::{StableSettle, Timing};
 use crate::plugin::{PluginSpec, DEFAULT_TIMEOUT_MS};
 use anyhow::{bail, Result};
 use faultline_faults::Fault;
@@ -145,6 +145,13 @@ pub struct TimingFile {
     pub settle_ms: Option<u64>,
     pub hover_settle_ms: Option<u64>,
     pub navigation_timeout_ms: Option<u64>,
+    /// `fixed` (the default: wait `settle_ms` / `hover_settle_ms`) or `stable` (wait
+    /// until the DOM has not changed for `stable_windows` windows of `stable_window_ms`,
+    /// at most `stable_cap_ms`).
+    pub settle: Option<String>,
+    pub stable_window_ms: Option<u64>,
+    pub stable_windows: Option<u32>,
+    pub stable_cap_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -473,6 +480,7 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
             .as_ref()
             .and_then(|t| t.navigation_timeout_ms)
             .unwrap_or(defaults.navigation_timeout_ms),
+        stable: resolve_settle(file.timing.as_ref(), &at)?,
     };
     if timing.navigation_timeout_ms < 500 || timing.navigation_timeout_ms > 60_000 {
         bail!(
@@ -550,6 +558,52 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         external_policies,
         exec,
     })
+}
+
+/// The settle mode of `[timing]`: `None` for `fixed`, the stable mode's parameters for
+/// `stable`.
+fn resolve_settle(
+    file: Option<&TimingFile>,
+    at: &dyn Fn(&str) -> String,
+) -> Result<Option<StableSettle>> {
+    let f = file.cloned().unwrap_or_default();
+    let stable = match f.settle.as_deref() {
+        None | Some("fixed") => false,
+        Some("stable") => true,
+        Some(other) => bail!(
+            "{}: unknown settle mode `{other}` (expected fixed or stable)",
+            at("timing.settle")
+        ),
+    };
+    if !stable {
+        if f.stable_window_ms.is_some() || f.stable_windows.is_some() || f.stable_cap_ms.is_some() {
+            bail!(
+                "{}: stable_* settings need settle = \"stable\"",
+                at("timing.settle")
+            );
+        }
+        return Ok(None);
+    }
+    let d = StableSettle::default();
+    let st = StableSettle {
+        window_ms: f.stable_window_ms.unwrap_or(d.window_ms),
+        windows: f.stable_windows.unwrap_or(d.windows),
+        cap_ms: f.stable_cap_ms.unwrap_or(d.cap_ms),
+    };
+    if !(10..=5_000).contains(&st.window_ms) || !(1..=100).contains(&st.windows) {
+        bail!(
+            "{}: expected a window of 10-5000 ms and 1-100 windows",
+            at("timing.stable_window_ms")
+        );
+    }
+    if !(100..=60_000).contains(&st.cap_ms) {
+        bail!(
+            "{}: expected a cap between 100 and 60000 ms, found {}",
+            at("timing.stable_cap_ms"),
+            st.cap_ms
+        );
+    }
+    Ok(Some(st))
 }
 
 /// The `[liveness]` section, defaults filled in and checked.

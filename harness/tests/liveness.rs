@@ -581,3 +581,82 @@ jobs = 3
     drop(db);
     assert_nothing_left(&before);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stable_settle_hits_its_cap_on_a_page_that_never_settles_and_ends_early_elsewhere() {
+    use faultline::engine::roundtrip::StableSettle;
+    use faultline::engine::session::Session;
+    use faultline_faults::{Fault, FaultPlan};
+    use faultline_tasks::decision::embedded_default;
+    use faultline_tasks::seed::DEFAULT_ROOT_SEED;
+    use faultline_tasks::TaskKind;
+
+    let _serial = SERIAL.lock().await;
+    let before = profile_dirs();
+    let h = common::harness().await;
+    let set = embedded_default().unwrap();
+    let d = set.find(TaskKind::Grid, DEFAULT_ROOT_SEED, 0).unwrap();
+    let layout = d.layout();
+    let st = StableSettle {
+        window_ms: 100,
+        windows: 3,
+        cap_ms: 1500,
+    };
+    for fault in [Some(Fault::NeverSettles), None] {
+        let plan = fault.map(|f| FaultPlan::new(f, 1));
+        let mut session = Session::open(&h.env, &layout, plan, d.image).await.unwrap();
+        let started = Instant::now();
+        let capped = session.rt().page.wait_stable(st).await.unwrap();
+        let took = started.elapsed();
+        match fault {
+            Some(_) => {
+                assert!(capped, "a never-settling page hits the cap");
+                assert!(took >= Duration::from_millis(1500), "{took:?}");
+            }
+            None => {
+                assert!(!capped, "a quiet page settles");
+                assert!(took < Duration::from_millis(1400), "{took:?}");
+            }
+        }
+        drop(session.finish());
+    }
+    h.shutdown().await;
+    assert_nothing_left(&before);
+}
+
+/// The early-capture fault measured under the fixed and the stable settle: both runs
+/// complete, the fault fires in both, and the manifest records the mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_early_capture_fault_is_measured_under_both_settle_modes() {
+    let _serial = SERIAL.lock().await;
+    let before = profile_dirs();
+    let dir = tempfile::tempdir().unwrap();
+    let base = r#"
+tasks = ["chart"]
+policies = ["unverified", "generic", "pixel", "outcome"]
+decisions = "auto"
+faults = ["observe.capture_before_tooltip"]
+layouts = 2
+jobs = 2
+"#;
+    for mode in ["fixed", "stable"] {
+        let text = format!("{base}[timing]\nsettle = \"{mode}\"\n");
+        let out = dir.path().join(mode);
+        faultline::experiment::run(request(&out, &text, false))
+            .await
+            .unwrap_or_else(|e| panic!("{mode}: {e:#}"));
+        let db = ResultsDb::open_read_only(&out.join("results.sqlite")).unwrap();
+        let manifest = db.meta("manifest").unwrap().unwrap();
+        assert!(
+            manifest.contains(&format!("\"settle\": \"{mode}\"")),
+            "{manifest}"
+        );
+        let trials = db.trials().unwrap();
+        let faulty: Vec<_> = trials.iter().filter(|t| t.fault.is_some()).collect();
+        assert_eq!(faulty.len(), 2);
+        assert!(faulty.iter().all(|t| t.fired == Some(true)), "{mode}");
+        let detection = std::fs::read_to_string(out.join("detection.csv")).unwrap();
+        println!("settle = {mode}\n{detection}");
+    }
+    assert_nothing_left(&before);
+}

@@ -741,6 +741,37 @@ impl TrialPage {
         }
     }
 
+    /// The `stable` settle: waits until the top document has had no DOM mutation for
+    /// `windows` consecutive windows of `window_ms`, or `cap_ms` has passed. Returns
+    /// whether the cap was hit (a page that never settles).
+    pub async fn wait_stable(&self, st: crate::engine::roundtrip::StableSettle) -> Result<bool> {
+        const MUTATIONS: &str = r#"(() => {
+          if (!window.__fl_mo) {
+            window.__fl_mutations = 0;
+            window.__fl_mo = new MutationObserver((r) => { window.__fl_mutations += r.length; });
+            window.__fl_mo.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+          }
+          return window.__fl_mutations;
+        })()"#;
+        let started = tokio::time::Instant::now();
+        let cap = Duration::from_millis(st.cap_ms);
+        let mut last = self.eval(MUTATIONS).await?;
+        let mut quiet = 0u32;
+        loop {
+            let left = cap.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return Ok(true);
+            }
+            tokio::time::sleep(Duration::from_millis(st.window_ms).min(left)).await;
+            let now = self.eval(MUTATIONS).await?;
+            quiet = if now == last { quiet + 1 } else { 0 };
+            last = now;
+            if quiet >= st.windows {
+                return Ok(false);
+            }
+        }
+    }
+
     /// Gives up on a navigation that is still loading (what a browser's Stop button
     /// does), so the page can be observed as it is.
     pub async fn stop_loading(&self) -> Result<()> {

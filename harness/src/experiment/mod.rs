@@ -266,6 +266,7 @@ async fn run_with(
             "faults": config.faults,
             "decisions": decisions.1,
             "decisions_sha256": decisions_sha256(config, &decisions.0),
+            "settle": config.timing.settle_mode(),
             "recovery": config.recovery.enabled.then(|| json!({
                 "layouts": config.recovery.layouts,
                 "policies": config.recovery.policies,

@@ -39,6 +39,41 @@ pub struct Timing {
     /// How long the observe stage waits for a navigation the action started before it
     /// reports the page as not loaded and observes what is there.
     pub navigation_timeout_ms: u64,
+    /// The `stable` settle mode, when chosen: instead of the fixed settle waits, wait
+    /// until the DOM has not changed for a number of sampling windows, up to a cap.
+    /// Absent (the fixed settle) from a stored config, so fixed-settle runs keep their
+    /// identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stable: Option<StableSettle>,
+}
+
+/// The `stable` settle mode: the DOM unchanged (no mutation of the top document) for
+/// `windows` consecutive sampling windows of `window_ms`, or `cap_ms` at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StableSettle {
+    pub window_ms: u64,
+    pub windows: u32,
+    pub cap_ms: u64,
+}
+
+impl Default for StableSettle {
+    fn default() -> Self {
+        StableSettle {
+            window_ms: 100,
+            windows: 3,
+            cap_ms: 3000,
+        }
+    }
+}
+
+impl Timing {
+    /// `fixed` or `stable`: the settle mode, as the manifest records it.
+    pub fn settle_mode(&self) -> &'static str {
+        match self.stable {
+            None => "fixed",
+            Some(_) => "stable",
+        }
+    }
 }
 
 impl Default for Timing {
@@ -47,6 +82,7 @@ impl Default for Timing {
             settle_ms: 120,
             hover_settle_ms: 1400,
             navigation_timeout_ms: 4000,
+            stable: None,
         }
     }
 }

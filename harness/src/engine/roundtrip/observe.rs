@@ -39,8 +39,13 @@ impl RoundTrip {
             0
         };
         let settle = settle.saturating_sub(execution.waited_ms);
-        if settle > 0 {
-            tokio::time::sleep(Duration::from_millis(settle)).await;
+        match self.timing.stable {
+            // The stable mode replaces every settle wait the fixed mode would make.
+            Some(st) if settle > 0 => {
+                self.page.wait_stable(st).await?;
+            }
+            _ if settle > 0 => tokio::time::sleep(Duration::from_millis(settle)).await,
+            _ => {}
         }
         // Only clicks and keys can start a navigation worth waiting for.
         let may_navigate = actions.iter().any(|a| {
