@@ -344,9 +344,16 @@ pub struct ResultsDb {
     conn: Connection,
     /// The schema version of the file (older versions are read-only).
     version: i64,
+    /// The database file, for error messages.
+    path: std::path::PathBuf,
 }
 
 impl ResultsDb {
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Opens (creating if needed) a database for writing.
     pub fn open(path: &Path) -> Result<ResultsDb> {
         let conn = Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
@@ -357,6 +364,7 @@ impl ResultsDb {
         let mut db = ResultsDb {
             conn,
             version: SCHEMA_VERSION,
+            path: path.to_path_buf(),
         };
         match db.meta("schema_version")? {
             None => db.set_meta("schema_version", &SCHEMA_VERSION.to_string())?,
@@ -396,6 +404,7 @@ impl ResultsDb {
         let mut db = ResultsDb {
             conn,
             version: SCHEMA_VERSION,
+            path: path.to_path_buf(),
         };
         match db.meta("schema_version")?.map(|v| v.parse::<i64>()) {
             Some(Ok(v)) if (1..=SCHEMA_VERSION).contains(&v) => {
@@ -653,7 +662,21 @@ impl ResultsDb {
     /// Inserts an episode and its whole transcript atomically; a key already present is
     /// an error (resume skips it, never writes it twice).
     pub fn insert_episode(&mut self, e: &EpisodeRow, steps: &[EpisodeStepRow]) -> Result<()> {
+        self.insert_episode_with_infra(e, steps, &[])
+    }
+
+    /// Inserts an episode, its steps and the infrastructure errors of its failed
+    /// attempts (a retried episode), atomically.
+    pub fn insert_episode_with_infra(
+        &mut self,
+        e: &EpisodeRow,
+        steps: &[EpisodeStepRow],
+        infra: &[InfraErrorRow],
+    ) -> Result<()> {
         let tx = self.conn.transaction()?;
+        for i in infra {
+            insert_infra(&tx, i)?;
+        }
         tx.execute(
             "INSERT INTO episodes (episode_key, task, fault, stage, layer, policy, agent, run, layout_index, layout_seed, episode_seed, fired, success, truth_detail, browser_actions, steps, stop_reason, detected_at_first_step, first_verdict, error, model_calls, prompt_tokens, completion_tokens, ledger, duration_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",

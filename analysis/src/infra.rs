@@ -14,6 +14,11 @@
 //! policies only produces exactly the report it produced before.
 
 use crate::db::{InfraErrorRow, ResultsDb};
+
+/// The `policy` of an infrastructure error of the harness itself (the browser died, a
+/// renderer crashed, a page hung, a navigation or the model endpoint failed), as opposed
+/// to an external policy that could not judge.
+pub const HARNESS: &str = "harness";
 use anyhow::Result;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -141,28 +146,176 @@ pub fn external_policies(db: &ResultsDb) -> Result<Vec<String>> {
     })
 }
 
-/// What the report shows of infrastructure errors: the counts (`infra_errors.csv`) and
-/// every error (the report section).
+/// What the report shows of infrastructure errors: the counts (`infra_errors.csv`),
+/// every policy's error (the policies' section) and the harness's own failures with
+/// their retries (`infra_retries.csv` and its own section).
 #[derive(Debug, Clone)]
 pub struct InfraReport<'a> {
     /// Error counts per policy, phase and kind (`infra_errors.csv`).
     pub counts: Vec<InfraCount>,
-    /// Every stored infrastructure error.
-    pub rows: &'a [InfraErrorRow],
+    /// The errors of policies that could not judge (not the harness's).
+    pub rows: Vec<InfraErrorRow>,
     /// The external policies the run used.
     pub external: &'a [String],
+    /// The harness's own failures, per item; empty when there were none.
+    pub harness: Vec<HarnessItem>,
 }
 
 impl<'a> InfraReport<'a> {
     /// The report's part, when the run had an external policy or any infrastructure
-    /// error; `None` otherwise, so a run without plugins reports exactly as before.
-    pub fn new(rows: &'a [InfraErrorRow], external: &'a [String]) -> Option<InfraReport<'a>> {
+    /// error; `None` otherwise, so a run without plugins or failures reports exactly as
+    /// before. `stored` are the keys of the trials and episodes the run stored.
+    pub fn new(
+        rows: &'a [InfraErrorRow],
+        external: &'a [String],
+        stored: &BTreeSet<&str>,
+    ) -> Option<InfraReport<'a>> {
         (!rows.is_empty() || !external.is_empty()).then(|| InfraReport {
             counts: counts(rows),
-            rows,
+            rows: rows
+                .iter()
+                .filter(|r| r.policy != HARNESS)
+                .cloned()
+                .collect(),
             external,
+            harness: harness_items(rows, stored),
         })
     }
+}
+
+/// One item the harness failed on at least once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HarnessItem {
+    /// The trial or episode key.
+    pub item_key: String,
+    /// Its failed attempts, in order: (attempt, kind, reason).
+    pub failures: Vec<(u32, String, String)>,
+    /// Whether a later attempt (or a resumed run) stored it: `false` is a final
+    /// infrastructure failure, listed and in no denominator.
+    pub completed: bool,
+}
+
+/// The harness's failures (rows whose policy is [`HARNESS`]) per item, in key order.
+pub fn harness_items(rows: &[InfraErrorRow], stored: &BTreeSet<&str>) -> Vec<HarnessItem> {
+    let mut acc: BTreeMap<&str, Vec<(u32, String, String)>> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.policy == HARNESS) {
+        acc.entry(&r.item_key)
+            .or_default()
+            .push((r.attempt, r.kind.clone(), r.reason.clone()));
+    }
+    acc.into_iter()
+        .map(|(key, mut failures)| {
+            failures.sort();
+            HarnessItem {
+                item_key: key.to_string(),
+                failures,
+                completed: stored.contains(key),
+            }
+        })
+        .collect()
+}
+
+/// Per (phase, kind): failed attempts, the items they hit, how many of those were then
+/// stored (retried successfully) and how many failed for good.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryCount {
+    /// `detection` or `recovery`.
+    pub phase: String,
+    /// The failure kind (`browser_died`, `renderer_crashed`, `unresponsive`, ...).
+    pub kind: String,
+    /// Failed attempts of this kind.
+    pub attempts: u64,
+    /// Distinct items those attempts hit.
+    pub items: u64,
+    /// Of those items, how many a later attempt stored.
+    pub completed: u64,
+    /// Of those items, how many failed every attempt (listed, in no denominator).
+    pub failed: u64,
+}
+
+/// The harness's failures counted per (phase, kind).
+pub fn retry_counts(items: &[HarnessItem]) -> Vec<RetryCount> {
+    let mut acc: BTreeMap<(String, String), RetryCount> = BTreeMap::new();
+    for item in items {
+        let mut kinds = BTreeSet::new();
+        for (_, kind, _) in &item.failures {
+            let c = acc
+                .entry((phase(&item.item_key).to_string(), kind.clone()))
+                .or_insert_with(|| RetryCount {
+                    phase: phase(&item.item_key).to_string(),
+                    kind: kind.clone(),
+                    attempts: 0,
+                    items: 0,
+                    completed: 0,
+                    failed: 0,
+                });
+            c.attempts += 1;
+            if kinds.insert(kind.clone()) {
+                c.items += 1;
+                if item.completed {
+                    c.completed += 1;
+                } else {
+                    c.failed += 1;
+                }
+            }
+        }
+    }
+    acc.into_values().collect()
+}
+
+/// `infra_retries.csv`: one line per (phase, kind) of the harness's own failures.
+pub fn infra_retries_csv(items: &[HarnessItem]) -> String {
+    let mut out = String::from("phase,kind,failed_attempts,items,completed_after_retry,failed\n");
+    for c in retry_counts(items) {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{}",
+            c.phase, c.kind, c.attempts, c.items, c.completed, c.failed
+        );
+    }
+    out
+}
+
+/// The report section on the harness's own failures: counts, then every item.
+pub fn harness_section(items: &[HarnessItem]) -> String {
+    let mut md = String::from("## Harness infrastructure failures\n\n");
+    md.push_str(
+        "Attempts the harness itself could not complete: the browser died, a renderer crashed \
+         when no fault crashed it, a page stopped answering within its deadline, the fixture \
+         page did not load, or the model endpoint could not be reached. None of them is a \
+         verdict, a detection, a recovery or a false alarm. An item retried successfully is \
+         stored and counted as usual (a fresh page, the same seed); an item that failed every \
+         attempt is not stored, so it is in no denominator above, and is listed here as \
+         *failed*; `faultline run --resume` tries it again.\n\n",
+    );
+    md.push_str("| phase | kind | failed attempts | items | completed after retry | failed |\n|---|---|---:|---:|---:|---:|\n");
+    for c in retry_counts(items) {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} |",
+            c.phase, c.kind, c.attempts, c.items, c.completed, c.failed
+        );
+    }
+    md.push_str("\n| item | outcome | attempt | kind | reason |\n|---|---|---:|---|---|\n");
+    let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    for item in items {
+        for (attempt, kind, reason) in &item.failures {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} |",
+                item.item_key,
+                if item.completed {
+                    "completed"
+                } else {
+                    "failed"
+                },
+                attempt,
+                kind,
+                cell(reason)
+            );
+        }
+    }
+    md
 }
 
 #[cfg(test)]

@@ -716,7 +716,7 @@ pub(crate) mod tests {
         let rows = stop_reasons(&experiment(), &policies());
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[1].policy, "outcome");
-        assert_eq!((rows[1].n, rows[1].counts), (12, [9, 0, 0, 3, 0, 0]));
+        assert_eq!((rows[1].n, rows[1].counts), (12, [9, 0, 0, 3, 0, 0, 0]));
         assert_eq!((rows[0].n, rows[0].counts[0]), (12, 12));
     }
 

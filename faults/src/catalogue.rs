@@ -506,6 +506,21 @@ faults! {
         outcome_holds: false,
         not_fired_when: "the target happened to be in view",
     },
+    /// A live feed mutates the page continuously: the DOM never settles.
+    NeverSettles = FaultSpec {
+        id: "dom.never_settles",
+        layer: Layer::Dom,
+        stage: Stage::Observe,
+        mechanism: M::Page,
+        tasks: &[T::Grid, T::Form],
+        description: "a live feed in the corner rewrites part of the page every few tens of milliseconds, forever: the DOM never settles",
+        injection: "a page script updates a small live-ticker element on a fixed interval from load on",
+        parameters: "the update interval, 40-80 ms",
+        witness: "the ticker starting, with its interval",
+        implies: "the action works as usual (the outcome holds); a wait for a stable DOM never ends without a cap, and every before/after comparison sees a change",
+        outcome_holds: true,
+        not_fired_when: "the page's script did not run",
+    },
     // ---- execution ----
     /// A transparent layer swallows the click.
     ClickSwallowed = FaultSpec {
@@ -566,6 +581,21 @@ faults! {
         implies: "the order keeps its old shipping speed (no choice applied)",
         outcome_holds: false,
         not_fired_when: "the menu's value never changed",
+    },
+    /// The click handler busy-loops the page's main thread.
+    MainThreadHang = FaultSpec {
+        id: "execution.main_thread_hang",
+        layer: Layer::Execution,
+        stage: Stage::Execute,
+        mechanism: M::Page,
+        tasks: &[T::Grid, T::Form],
+        description: "the click handler hangs the page's main thread (an infinite-looking loop) for longer than the harness's deadlines",
+        injection: "a page script intercepts the click on the target before the page's handler, reports it, then busy-loops the main thread once its ledger requests are answered",
+        parameters: "the hang, 12000-14000 ms (the harness waits 4000 ms for a page to become ready, 10000 ms for one call)",
+        witness: "the click intercepted and the hang's length",
+        implies: "no selection, no write; the page runs no task (no timer, no event, no promise) until the loop ends, so it never becomes ready; a tool that waits forever, or reports success, is wrong",
+        outcome_holds: false,
+        not_fired_when: "no click reached the target",
     },
     // ---- semantic ----
     /// The target's visible label is renamed.
@@ -688,6 +718,21 @@ faults! {
         implies: "the target is selected: the outcome happened and the tool message lies",
         outcome_holds: true,
         not_fired_when: "the step had no click",
+    },
+    /// The page's renderer crashes right after the action.
+    RendererCrash = FaultSpec {
+        id: "tool.renderer_crash",
+        layer: Layer::Tool,
+        stage: Stage::Observe,
+        mechanism: M::Browser,
+        tasks: &[T::Grid, T::Form],
+        description: "the page's renderer process crashes right after the action: there is no page left to observe",
+        injection: "a page script intercepts the click on the target before the page's handler; the harness then crashes the page's renderer (CDP Page.crash)",
+        parameters: "none",
+        witness: "the crash as Chromium reported it (Inspector.targetCrashed)",
+        implies: "no selection, no write: the page died before its handler ran; a tool must report the crash (one that waits forever or reports success is wrong)",
+        outcome_holds: false,
+        not_fired_when: "Chromium did not report the crash within the harness's call deadline (the trial then fails as an infrastructure error)",
     },
     // ---- self-report ----
     /// The agent claims it is done after stopping short.
@@ -822,6 +867,7 @@ impl Fault {
             | F::SelectIgnored
             | F::LabelRenamed => OWN_MARKUP,
             F::ErrorSwallowed | F::TimeoutAsSuccess | F::WrongFeedback | F::FalseCompletion => TOOL_SCRIPT,
+            F::RendererCrash | F::MainThreadHang | F::NeverSettles => "defined on faultline's grid and form fixtures (the crash, the hanging handler and the mutating feed are wired to their click); not ported to MiniWoB++ pages",
         })
     }
 

@@ -235,6 +235,19 @@ impl FaultPlan {
             Fault::ClickSwallowed => (vec![], vec![PageMod::TransparentLayer]),
             Fault::ControlDisabled => (vec![], vec![PageMod::Disabled]),
             Fault::HandlerThrows => (vec![], vec![PageMod::HandlerThrows]),
+            Fault::RendererCrash => (vec![], vec![PageMod::InterceptClick]),
+            Fault::MainThreadHang => (
+                vec![],
+                vec![PageMod::HangAfterClick {
+                    ms: rng.random_range(12_000..=14_000),
+                }],
+            ),
+            Fault::NeverSettles => (
+                vec![],
+                vec![PageMod::LiveFeed {
+                    interval_ms: rng.random_range(40..=80),
+                }],
+            ),
             Fault::SelectIgnored => (vec![], vec![PageMod::SelectIgnored]),
             Fault::LabelRenamed => (
                 vec![],
@@ -510,6 +523,34 @@ impl FaultPlan {
             ),
             _ => (ctx.honest.to_string(), None),
         }
+    }
+
+    /// Whether the harness crashes the page's renderer right after the action (the
+    /// renderer-crash fault). The crash is then the fault's effect, a measured trial; a
+    /// crash no armed fault caused is an infrastructure failure.
+    pub fn crashes_renderer(&self) -> bool {
+        self.fault == Fault::RendererCrash
+    }
+
+    /// Whether the page hangs its main thread after the action (the main-thread-hang
+    /// fault): an unresponsive page is then the fault's effect, not an infrastructure
+    /// failure.
+    pub fn hangs_page(&self) -> bool {
+        self.fault == Fault::MainThreadHang
+    }
+
+    /// The renderer-crash fault's witness: the crash as Chromium reported it.
+    pub fn crash_witness(&self, reported: &str) -> Option<Witness> {
+        self.crashes_renderer().then(|| {
+            Witness::new(
+                self.id(),
+                format!("renderer crashed after the action: {reported}"),
+                json!({
+                    "reported": reported,
+                    "cause": "the armed fault (a measured trial, not an infrastructure failure)",
+                }),
+            )
+        })
     }
 
     /// Observe hook: whether to skip the settle wait that normally follows a hover.

@@ -148,6 +148,21 @@ pub enum PageMod {
     Disabled,
     /// The click handler throws before it updates anything.
     HandlerThrows,
+    /// The click on the target is intercepted before the page's handler (nothing is
+    /// selected or written) and reported; the harness then crashes the renderer.
+    InterceptClick,
+    /// The click on the target is intercepted before the page's handler and reported,
+    /// then the main thread busy-loops for `ms` milliseconds.
+    HangAfterClick {
+        /// How long the main thread is kept busy, in milliseconds.
+        ms: u64,
+    },
+    /// A live ticker rewrites part of the page every `interval_ms` milliseconds, from
+    /// load on: the DOM never settles.
+    LiveFeed {
+        /// The update interval, in milliseconds.
+        interval_ms: u64,
+    },
     /// The select's change never reaches the page's state (it listens to the wrong event).
     SelectIgnored,
     /// The target's visible label is renamed (its identity is not).

@@ -375,6 +375,13 @@ fn merge(args: MergeArgs) -> Result<()> {
         summary.episodes,
         args.out.join("results.sqlite").display()
     );
+    if !summary.failed_items.is_empty() {
+        println!(
+            "infra:     {} item(s) failed for infrastructure reasons in their shard and are listed, not merged as results: {}",
+            summary.failed_items.len(),
+            summary.failed_items.join(", ")
+        );
+    }
     println!("report:    {}", summary.report.display());
     println!("view:      {}", summary.view.display());
     Ok(())
@@ -561,6 +568,13 @@ async fn run(args: RunArgs) -> Result<()> {
             secs,
             if secs > 0.0 { r.run as f64 / secs } else { 0.0 },
             jobs
+        )?;
+    }
+    if summary.infra_failures > 0 {
+        writeln!(
+            stdout,
+            "infra:     {} failed attempt(s) retried or given up on, {} item(s) failed for good, {} browser restart(s); listed in the report (--resume retries failed items)",
+            summary.infra_failures, summary.failed_items, summary.browser_restarts
         )?;
     }
     writeln!(

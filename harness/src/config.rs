@@ -7,7 +7,8 @@
 use crate::agent::cassette::CassetteMode;
 use crate::agent::openai::OpenAiConfig;
 use crate::engine::episode::EpisodeLimits;
-use crate::engine::roundtrip::Timing;
+use crate::engine::liveness::Liveness;
+use crate::engine::roundtrip::{StableSettle, Timing};
 use crate::plugin::{PluginSpec, DEFAULT_TIMEOUT_MS};
 use anyhow::{bail, Result};
 use faultline_faults::Fault;
@@ -65,6 +66,8 @@ pub struct ConfigFile {
     pub faults: Option<Vec<String>>,
     /// The `[timing]` section: the round trip's waits.
     pub timing: Option<TimingFile>,
+    /// The harness's own deadlines, retries and browser restarts (`[liveness]`).
+    pub liveness: Option<LivenessFile>,
     /// The `[browser]` section: which Chromium to run.
     pub browser: Option<BrowserFile>,
     /// The `[recovery]` section: the recovery experiment.
@@ -139,6 +142,26 @@ pub struct RecoveryFile {
     pub max_steps: Option<u32>,
     /// Fault selectors for the episodes (default: `reference`).
     pub faults: Option<Vec<String>>,
+    /// Wall-clock limit of one episode in milliseconds (stop reason `time_limit`).
+    pub time_limit_ms: Option<u64>,
+    /// The longest `wait(ms)` a reply may ask for; longer waits are cut to it.
+    pub max_wait_ms: Option<u64>,
+}
+
+/// The `[liveness]` section: when the harness gives up on a hung browser and how often
+/// it tries again. None of it changes what a working trial measures.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LivenessFile {
+    /// Deadline of one CDP call the harness waits on, in milliseconds (default 10000).
+    pub call_timeout_ms: Option<u64>,
+    /// Deadline of the wait for a fresh page from the pool, in milliseconds (default 20000).
+    pub page_timeout_ms: Option<u64>,
+    /// How many times an item that failed for infrastructure reasons is tried again
+    /// (default 2).
+    pub retries: Option<u32>,
+    /// How many new browsers a run may start after its browser died (default 5).
+    pub browser_restarts: Option<u32>,
 }
 
 /// The `[timing]` section: the round trip's waits, in milliseconds (see [`Timing`]).
@@ -151,6 +174,16 @@ pub struct TimingFile {
     pub hover_settle_ms: Option<u64>,
     /// How long to wait for a navigation an action started (500 to 60000; default 4000).
     pub navigation_timeout_ms: Option<u64>,
+    /// `fixed` (the default: wait `settle_ms` / `hover_settle_ms`) or `stable` (wait
+    /// until the DOM has not changed for `stable_windows` windows of `stable_window_ms`,
+    /// at most `stable_cap_ms`).
+    pub settle: Option<String>,
+    /// `stable` mode: the length of one sampling window, in milliseconds.
+    pub stable_window_ms: Option<u64>,
+    /// `stable` mode: how many consecutive windows without a DOM change end the wait.
+    pub stable_windows: Option<u32>,
+    /// `stable` mode: the longest wait, in milliseconds, however busy the page stays.
+    pub stable_cap_ms: Option<u64>,
 }
 
 /// The `[browser]` section.
@@ -207,6 +240,9 @@ pub struct ExperimentConfig {
     pub faults: Vec<Fault>,
     /// The round trip's waits.
     pub timing: Timing,
+    /// Deadlines, retries and browser restarts. Not part of what a run *is*.
+    #[serde(default)]
+    pub liveness: Liveness,
     /// The viewport every page is laid out for.
     pub viewport: Size,
     /// The screenshot size a model sees.
@@ -284,6 +320,7 @@ impl ExperimentConfig {
         let mut v = serde_json::to_value(self).expect("config serializes");
         if let Some(o) = v.as_object_mut() {
             o.remove("jobs");
+            o.remove("liveness");
             o.remove("source");
             o.remove("chromium");
             // Where the model calls come from does not change what the run is: a
@@ -340,6 +377,19 @@ pub fn load_text(arg: Option<&str>) -> Result<ConfigText> {
     }
 }
 
+/// The `[table]` (or `[[table]]`) header in force at 1-based `line`, if any.
+fn table_at(text: &str, line: usize) -> Option<String> {
+    text.lines()
+        .take(line)
+        .filter_map(|l| {
+            let l = l.trim();
+            l.starts_with('[')
+                .then(|| l.trim_matches(|c| c == '[' || c == ']').trim().to_string())
+        })
+        .last()
+        .filter(|t| !t.is_empty())
+}
+
 /// 1-based line of a byte offset.
 fn line_of_offset(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
@@ -379,7 +429,12 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         let field = line
             .and_then(|l| config.text.lines().nth(l - 1))
             .and_then(|l| l.split_once('=').map(|(k, _)| k.trim().to_string()))
-            .filter(|k| !k.is_empty() && !k.starts_with('['));
+            .filter(|k| !k.is_empty() && !k.starts_with('['))
+            // A key inside a table is named with its table: `timing.settle_ms`.
+            .map(|k| match line.and_then(|l| table_at(&config.text, l)) {
+                Some(table) => format!("{table}.{k}"),
+                None => k,
+            });
         let msg = e.message().trim().to_string();
         match (line, field) {
             (Some(l), Some(f)) if !msg.contains(&f) => {
@@ -486,6 +541,7 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
             .as_ref()
             .and_then(|t| t.navigation_timeout_ms)
             .unwrap_or(defaults.navigation_timeout_ms),
+        stable: resolve_settle(file.timing.as_ref(), &at)?,
     };
     if timing.navigation_timeout_ms < 500 || timing.navigation_timeout_ms > 60_000 {
         bail!(
@@ -500,6 +556,7 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
             at("timing")
         );
     }
+    let liveness = resolve_liveness(file.liveness.as_ref(), &at)?;
     // `--faults` chooses the faults of the whole run: detection and recovery.
     let recovery_file = file.recovery.clone().map(|mut r| {
         if overrides.faults.is_some() {
@@ -551,6 +608,7 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         policies,
         decisions,
         timing,
+        liveness,
         viewport: VIEWPORT,
         image: IMAGE,
         chromium: file.browser.and_then(|b| b.executable),
@@ -561,6 +619,93 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         external_policies,
         exec,
     })
+}
+
+/// The settle mode of `[timing]`: `None` for `fixed`, the stable mode's parameters for
+/// `stable`.
+fn resolve_settle(
+    file: Option<&TimingFile>,
+    at: &dyn Fn(&str) -> String,
+) -> Result<Option<StableSettle>> {
+    let f = file.cloned().unwrap_or_default();
+    let stable = match f.settle.as_deref() {
+        None | Some("fixed") => false,
+        Some("stable") => true,
+        Some(other) => bail!(
+            "{}: unknown settle mode `{other}` (expected fixed or stable)",
+            at("timing.settle")
+        ),
+    };
+    if !stable {
+        if f.stable_window_ms.is_some() || f.stable_windows.is_some() || f.stable_cap_ms.is_some() {
+            bail!(
+                "{}: stable_* settings need settle = \"stable\"",
+                at("timing.settle")
+            );
+        }
+        return Ok(None);
+    }
+    let d = StableSettle::default();
+    let st = StableSettle {
+        window_ms: f.stable_window_ms.unwrap_or(d.window_ms),
+        windows: f.stable_windows.unwrap_or(d.windows),
+        cap_ms: f.stable_cap_ms.unwrap_or(d.cap_ms),
+    };
+    if !(10..=5_000).contains(&st.window_ms) || !(1..=100).contains(&st.windows) {
+        bail!(
+            "{}: expected a window of 10-5000 ms and 1-100 windows",
+            at("timing.stable_window_ms")
+        );
+    }
+    if !(100..=60_000).contains(&st.cap_ms) {
+        bail!(
+            "{}: expected a cap between 100 and 60000 ms, found {}",
+            at("timing.stable_cap_ms"),
+            st.cap_ms
+        );
+    }
+    Ok(Some(st))
+}
+
+/// The `[liveness]` section, defaults filled in and checked.
+fn resolve_liveness(file: Option<&LivenessFile>, at: &dyn Fn(&str) -> String) -> Result<Liveness> {
+    let d = Liveness::default();
+    let f = file.cloned().unwrap_or_default();
+    let l = Liveness {
+        call_timeout_ms: f.call_timeout_ms.unwrap_or(d.call_timeout_ms),
+        page_timeout_ms: f.page_timeout_ms.unwrap_or(d.page_timeout_ms),
+        retries: f.retries.unwrap_or(d.retries),
+        browser_restarts: f.browser_restarts.unwrap_or(d.browser_restarts),
+    };
+    if !(500..=600_000).contains(&l.call_timeout_ms) {
+        bail!(
+            "{}: expected a call timeout between 500 and 600000 ms, found {}",
+            at("liveness.call_timeout_ms"),
+            l.call_timeout_ms
+        );
+    }
+    if !(1_000..=600_000).contains(&l.page_timeout_ms) {
+        bail!(
+            "{}: expected a page timeout between 1000 and 600000 ms, found {}",
+            at("liveness.page_timeout_ms"),
+            l.page_timeout_ms
+        );
+    }
+    if l.retries > 10 {
+        bail!(
+            "{}: expected at most 10 retries, found {}",
+            at("liveness.retries"),
+            l.retries
+        );
+    }
+    if l.browser_restarts > 100 {
+        bail!(
+            "{}: expected at most 100 browser restarts, found {}",
+            at("liveness.browser_restarts"),
+            l.browser_restarts
+        );
+    }
+    Ok(l)
 }
 
 /// A validated plugin process.
@@ -698,7 +843,23 @@ fn resolve_recovery(
     let limits = EpisodeLimits {
         budget: r.budget.unwrap_or(defaults.budget),
         max_steps: r.max_steps.unwrap_or(defaults.max_steps),
+        time_limit_ms: r.time_limit_ms.unwrap_or(defaults.time_limit_ms),
+        max_wait_ms: r.max_wait_ms.unwrap_or(defaults.max_wait_ms),
     };
+    if !(1_000..=3_600_000).contains(&limits.time_limit_ms) {
+        bail!(
+            "{}: expected an episode time limit between 1000 and 3600000 ms, found {}",
+            at("time_limit_ms"),
+            limits.time_limit_ms
+        );
+    }
+    if limits.max_wait_ms > 60_000 {
+        bail!(
+            "{}: expected a wait cap of at most 60000 ms, found {}",
+            at("max_wait_ms"),
+            limits.max_wait_ms
+        );
+    }
     if limits.budget > 100 {
         bail!(
             "{}: expected a budget of at most 100 browser actions, found {}",
@@ -739,6 +900,25 @@ mod tests {
             name: "exp.toml".into(),
             text: s.into(),
         }
+    }
+
+    #[test]
+    fn regression_a_toml_error_in_a_table_names_the_key_with_its_table() {
+        let e = resolve(
+            &text("seed = 1\n[timing]\nsettle_ms = \"fast\"\n"),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("exp.toml:3: timing.settle_ms: "), "{e}");
+        let e = resolve(&text("seed = \"one\"\n"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("exp.toml:1: seed: "), "{e}");
+        let e = resolve(&text("[liveness]\nretries = 99\n"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("liveness.retries"), "{e}");
     }
 
     #[test]

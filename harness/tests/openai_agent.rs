@@ -177,7 +177,7 @@ async fn a_malformed_200_is_a_clear_error_and_not_retried() {
         let mock = ChatMock::scripted(vec![MockResponse::Malformed(body.into())])
             .await
             .unwrap();
-        let err = reply(&agent(config(&mock)), 1).await.unwrap_err().0;
+        let err = reply(&agent(config(&mock)), 1).await.unwrap_err().message;
         assert!(err.contains("malformed response"), "{err}");
         assert!(err.contains(expected), "{body}: {err}");
         assert!(err.contains("not retried"), "{err}");
@@ -232,7 +232,7 @@ async fn other_4xx_fail_at_once_and_persistent_5xx_give_up_after_every_attempt()
     )])
     .await
     .unwrap();
-    let err = reply(&agent(config(&mock)), 1).await.unwrap_err().0;
+    let err = reply(&agent(config(&mock)), 1).await.unwrap_err().message;
     assert!(
         err.contains("HTTP 404") && err.contains("model mock-model not found"),
         "{err}"
@@ -243,7 +243,7 @@ async fn other_4xx_fail_at_once_and_persistent_5xx_give_up_after_every_attempt()
     let mock = ChatMock::start(|_, _| MockResponse::status(503, "overloaded, try later"))
         .await
         .unwrap();
-    let err = reply(&agent(config(&mock)), 1).await.unwrap_err().0;
+    let err = reply(&agent(config(&mock)), 1).await.unwrap_err().message;
     assert!(err.contains("gave up after 3 attempts"), "{err}");
     assert!(
         err.contains("HTTP 503") && err.contains("overloaded, try later"),
@@ -262,7 +262,7 @@ async fn a_hanging_server_times_out_within_a_bounded_time() {
         ..config(&mock)
     };
     let started = Instant::now();
-    let err = reply(&agent(cfg), 1).await.unwrap_err().0;
+    let err = reply(&agent(cfg), 1).await.unwrap_err().message;
     let took = started.elapsed();
     assert!(err.contains("timed out after 200 ms"), "{err}");
     assert!(err.contains("gave up after 2 attempts"), "{err}");
@@ -313,7 +313,10 @@ async fn a_refused_connection_is_retried_then_reported() {
         retry_base_ms: 10,
         ..OpenAiConfig::default()
     };
-    let err = reply(&agent(cfg), 1).await.unwrap_err().0;
+    let err = reply(&agent(cfg), 1).await.unwrap_err();
+    // An unreachable endpoint is the infrastructure's failure, not the agent's.
+    assert!(err.unreachable);
+    let err = err.message;
     assert!(err.contains("connection failed"), "{err}");
     assert!(err.contains("gave up after 2 attempts"), "{err}");
 }
@@ -379,7 +382,7 @@ async fn a_recorded_cassette_replays_identically_without_the_network() {
     );
 
     // A replay miss is an error, still without a request.
-    let err = reply(&player, 3).await.unwrap_err().0;
+    let err = reply(&player, 3).await.unwrap_err().message;
     assert!(err.contains("has no entry for this request"), "{err}");
     assert!(err.contains("cassette.jsonl"), "{err}");
     assert_eq!(forbidden.requests(), 0);
@@ -396,7 +399,7 @@ async fn an_empty_replay_cassette_makes_no_request() {
         Arc::new(Cassette::in_memory(CassetteMode::Replay)),
     )
     .unwrap();
-    let err = reply(&agent, 1).await.unwrap_err().0;
+    let err = reply(&agent, 1).await.unwrap_err().message;
     assert!(err.contains("has no entry for this request"), "{err}");
     assert!(err.contains("mode replay"), "{err}");
     assert_eq!(mock.requests(), 0);
@@ -448,8 +451,8 @@ async fn the_api_key_appears_nowhere() {
     .unwrap();
     let mut seen = vec![format!("{agent:?}")];
     seen.push(format!("{:?}", reply(&agent, 1).await.unwrap()));
-    seen.push(reply(&agent, 2).await.unwrap_err().0);
-    seen.push(reply(&agent, 3).await.unwrap_err().0);
+    seen.push(reply(&agent, 2).await.unwrap_err().message);
+    seen.push(reply(&agent, 3).await.unwrap_err().message);
     assert_eq!(mock.authorizations().len(), 3);
     assert!(mock
         .authorizations()
@@ -475,8 +478,8 @@ async fn the_api_key_appears_nowhere() {
     let echoed = reply(&leaky_agent, 11).await.unwrap();
     assert_eq!(echoed.text, "your key is <redacted>");
     seen.push(format!("{echoed:?}"));
-    seen.push(reply(&leaky_agent, 12).await.unwrap_err().0);
-    let unauthorized = reply(&leaky_agent, 13).await.unwrap_err().0;
+    seen.push(reply(&leaky_agent, 12).await.unwrap_err().message);
+    let unauthorized = reply(&leaky_agent, 13).await.unwrap_err().message;
     assert!(unauthorized.contains("HTTP 401") && unauthorized.contains("<redacted>"));
     seen.push(unauthorized);
     seen.push(format!("{leaky_agent:?}"));

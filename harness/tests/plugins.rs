@@ -334,13 +334,13 @@ async fn a_plugin_never_receives_the_ledger_token_and_the_ledger_refuses_it() {
         Box::new(ExternalPolicy::new(pool(spec, cfg.viewport), cfg.viewport));
     let pages = browser.page_pool(cfg.viewport, 2, format!("{}/warm", server.base_url()));
     let engine = Engine {
-        pages,
-        browser: Arc::new(browser),
+        browsers: faultline::engine::Browsers::fixed(browser, pages),
         server: Arc::new(server),
         scorer: Arc::new(Scorer::new(key)),
         policies: Arc::new(vec![policy]),
         policy_registry: faultline_policies::Registry::default(),
         timing: cfg.timing,
+        liveness: cfg.liveness,
         viewport: cfg.viewport,
     };
     let decisions = embedded_default().unwrap();

@@ -143,7 +143,7 @@ async fn the_view_opens_from_disk_and_agrees_with_the_database() {
     let shots_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("viewer-shots");
     std::fs::create_dir_all(&shots_dir).unwrap();
     let result = async {
-        let page = harness.env.pages.take().await.unwrap();
+        let page = harness.env.take_page().await.unwrap();
         page.emulate_viewport(Size {
             width: 1280,
             height: 1000,

@@ -492,6 +492,46 @@ pub fn extras(layout: &Layout, mods: &[PageMod]) -> Extras {
                     sel = serde_json::to_string(selector).expect("string")
                 ));
             }
+            PageMod::InterceptClick | PageMod::HangAfterClick { .. } => {
+                let selector = match layout.task {
+                    faultline_tasks::TaskKind::Form => "#save",
+                    _ => "button.item",
+                };
+                // The click never reaches the page's handler; what follows it (the
+                // renderer crashed by the harness, or a hung main thread) is reported
+                // first, on a keepalive request that outlives the page.
+                let after = match m {
+                    // The loop starts once every ledger request of the page has been
+                    // answered, so what the click sent is in the ledger whatever the load.
+                    PageMod::HangAfterClick { ms } => format!(
+                        "__fl.witness('hung', {{ ms: {ms} }});\n  (function start() {{ if (__fl.pending() > 0) {{ setTimeout(start, 5); return; }} var end = performance.now() + {ms}; while (performance.now() < end) {{}} }})();"
+                    ),
+                    _ => "__fl.witness('click_intercepted', {});".to_string(),
+                };
+                x.script.push_str(&format!(
+                    r#"document.addEventListener('click', function (e) {{
+  var c = e.target.closest ? e.target.closest({sel}) : null;
+  if (!c) return;
+  e.stopImmediatePropagation();
+  {after}
+}}, true);
+"#,
+                    sel = serde_json::to_string(selector).expect("string")
+                ));
+            }
+            PageMod::LiveFeed { interval_ms } => {
+                x.body.push_str(
+                    r#"<div id="fl-live" aria-live="off" style="position:fixed; right:8px; bottom:8px; z-index:5; pointer-events:none; font:12px sans-serif; color:#555; background:#f4f4f4; padding:2px 6px; border-radius:3px">Live: 0 updates</div>"#,
+                );
+                x.script.push_str(&format!(
+                    r#"(function () {{
+  var el = document.getElementById('fl-live'), n = 0;
+  setInterval(function () {{ n++; el.textContent = 'Live: ' + n + ' updates, ' + (performance.now() / 1000).toFixed(2) + ' s'; el.dataset.n = String(n); }}, {interval_ms});
+  __fl.witness('live_feed', {{ interval_ms: {interval_ms} }});
+}})();
+"#
+                ));
+            }
             PageMod::SelectIgnored => {
                 x.script.push_str(
                     r#"['change', 'input'].forEach(function (kind) {

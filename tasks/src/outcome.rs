@@ -49,6 +49,8 @@ crate::named_enum! {
         StepCap = "step_cap",
         /// The agent could not reply (e.g. the model endpoint failed).
         AgentError = "agent_error",
+        /// The episode's wall-clock limit was reached.
+        TimeLimit = "time_limit",
     }
 }
 

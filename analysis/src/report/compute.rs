@@ -205,7 +205,16 @@ impl<'a> Analysis<'a> {
             catalogue,
             comparisons,
             pooled,
-            infra: crate::infra::InfraReport::new(&stored.infra_errors, &stored.external_policies),
+            infra: crate::infra::InfraReport::new(
+                &stored.infra_errors,
+                &stored.external_policies,
+                &stored
+                    .trials
+                    .iter()
+                    .map(|t| t.trial_key.as_str())
+                    .chain(stored.episodes.iter().map(|e| e.episode_key.as_str()))
+                    .collect(),
+            ),
             answer_key,
             recovery,
             detection_heatmap,

@@ -57,6 +57,12 @@ impl Report for Csv {
                 &out.join("infra_errors.csv"),
                 &crate::infra::infra_errors_csv(&infra.counts),
             )?;
+            if !infra.harness.is_empty() {
+                write_file(
+                    &out.join("infra_retries.csv"),
+                    &crate::infra::infra_retries_csv(&infra.harness),
+                )?;
+            }
         }
         Ok(())
     }

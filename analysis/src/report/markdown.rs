@@ -232,8 +232,14 @@ pub(crate) fn markdown(s: &Analysis<'_>) -> Result<String> {
     }
     md.push_str("Every plot is also written as PNG beside its SVG.\n");
     if let Some(infra) = &s.infra {
-        md.push('\n');
-        md.push_str(&crate::infra::section(infra.rows, infra.external));
+        if !infra.rows.is_empty() || !infra.external.is_empty() {
+            md.push('\n');
+            md.push_str(&crate::infra::section(&infra.rows, infra.external));
+        }
+        if !infra.harness.is_empty() {
+            md.push('\n');
+            md.push_str(&crate::infra::harness_section(&infra.harness));
+        }
     }
     Ok(md)
 }
@@ -441,15 +447,23 @@ fn recovery_markdown(md: &mut String, r: &Recovery<'_>, level: &str) {
     md.push_str("### How episodes ended\n\n");
     let mut header = String::from("| task | policy | agent | n (fired) |");
     let mut align = String::from("|---|---|---|---:|");
-    for reason in StopReason::ALL {
-        let _ = write!(header, " {} |", reason.name().replace('_', " "));
+    // The time limit's column only when an episode hit it (runs without it report as
+    // they always did).
+    let shown: Vec<usize> = (0..StopReason::ALL.len())
+        .filter(|&i| {
+            StopReason::ALL[i] != StopReason::TimeLimit
+                || r.stop_reasons.iter().any(|s| s.counts[i] > 0)
+        })
+        .collect();
+    for &i in &shown {
+        let _ = write!(header, " {} |", StopReason::ALL[i].name().replace('_', " "));
         align.push_str("---:|");
     }
     let _ = writeln!(md, "{header}\n{align}");
     for s in &r.stop_reasons {
         let _ = write!(md, "| {} | {} | {} | {} |", s.task, s.policy, s.agent, s.n);
-        for count in s.counts {
-            let _ = write!(md, " {count} |");
+        for &i in &shown {
+            let _ = write!(md, " {} |", s.counts[i]);
         }
         md.push('\n');
     }

@@ -128,10 +128,37 @@ impl AgentReply {
 }
 
 /// Why an agent could not reply. The episode ends as `agent_error` with this message
-/// stored; nothing already stored is affected.
+/// stored; nothing already stored is affected. An unreachable endpoint is different: the
+/// episode measured nothing, so it is an infrastructure failure (`agent_endpoint`), not
+/// stored as an episode, and a resumed run tries it again.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct AgentError(pub String);
+#[error("{message}")]
+pub struct AgentError {
+    /// What went wrong.
+    pub message: String,
+    /// The agent's endpoint could not be reached (a transport error, or a retryable
+    /// HTTP status after every retry): an infrastructure failure, not the agent's
+    /// failure to recover.
+    pub unreachable: bool,
+}
+
+impl AgentError {
+    /// The agent failed (its reply could not be had or used).
+    pub fn new(message: impl Into<String>) -> AgentError {
+        AgentError {
+            message: message.into(),
+            unreachable: false,
+        }
+    }
+
+    /// The agent's endpoint could not be reached.
+    pub fn unreachable(message: impl Into<String>) -> AgentError {
+        AgentError {
+            message: message.into(),
+            unreachable: true,
+        }
+    }
+}
 
 /// Something that replies to an [`AgentView`].
 pub trait Agent: Send + Sync {

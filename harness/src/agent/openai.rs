@@ -167,13 +167,13 @@ impl ApiKey {
                 continue;
             };
             let Some(value) = value.to_str().map(str::trim) else {
-                return Err(AgentError(format!("openai: {var} is not valid UTF-8")));
+                return Err(AgentError::new(format!("openai: {var} is not valid UTF-8")));
             };
             if value.is_empty() {
                 continue;
             }
             let mut header = HeaderValue::from_str(&format!("Bearer {value}")).map_err(|_| {
-                AgentError(format!(
+                AgentError::new(format!(
                     "openai: {var} holds characters that cannot go into an HTTP header"
                 ))
             })?;
@@ -243,14 +243,14 @@ enum Failure {
 impl OpenAiAgent {
     /// Checks the config, reads the API key from the environment and builds the client.
     pub fn new(cfg: OpenAiConfig, cassette: Arc<Cassette>) -> Result<Self, AgentError> {
-        cfg.validate().map_err(AgentError)?;
+        cfg.validate().map_err(AgentError::new)?;
         let key = ApiKey::from_env()?;
         install_tls_provider();
         let client = reqwest::Client::builder()
             .timeout(Duration::from_millis(cfg.timeout_ms))
             .user_agent(concat!("faultline/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| AgentError(format!("openai: cannot build the HTTP client: {e}")))?;
+            .map_err(|e| AgentError::new(format!("openai: cannot build the HTTP client: {e}")))?;
         Ok(OpenAiAgent {
             endpoint: cfg.endpoint(),
             cfg,
@@ -281,7 +281,7 @@ impl OpenAiAgent {
         let key = request_key(&canonical);
         if let Some(response) = self.cassette.get(&key) {
             let (text, usage) = parse_completion(&response).map_err(|e| {
-                AgentError(format!(
+                AgentError::new(format!(
                     "openai: cassette {} entry {key} is not a usable completion: {e}",
                     self.cassette.describe()
                 ))
@@ -295,7 +295,7 @@ impl OpenAiAgent {
             });
         }
         if !self.cassette.mode().calls_on_miss() {
-            return Err(AgentError(format!(
+            return Err(AgentError::new(format!(
                 "openai: cassette {} (mode {}) has no entry for this request (key {key}, model {:?}, step {}); \
                  record it first with cassette mode record or auto",
                 self.cassette.describe(),
@@ -310,9 +310,9 @@ impl OpenAiAgent {
         let stored = self
             .cassette
             .insert(&key, &canonical, response)
-            .map_err(|e| AgentError(format!("openai: {e}")))?;
+            .map_err(|e| AgentError::new(format!("openai: {e}")))?;
         let (text, usage) =
-            parse_completion(&stored).map_err(|e| AgentError(format!("openai: {e}")))?;
+            parse_completion(&stored).map_err(|e| AgentError::new(format!("openai: {e}")))?;
         Ok(AgentReply {
             text,
             format: faultline_tasks::ActionFormat::Faultline,
@@ -333,10 +333,17 @@ impl OpenAiAgent {
                     return Ok((response, attempt));
                 }
                 Err(Failure::Final(what)) => {
-                    return Err(AgentError(format!(
+                    let message = format!(
                         "openai: {}: {what} (attempt {attempt} of {attempts}; not retried)",
                         self.endpoint
-                    )));
+                    );
+                    // A completion that came back unusable is the model's; an HTTP error
+                    // status (a wrong key, a wrong URL) means no working endpoint.
+                    return Err(if what.starts_with("malformed response") {
+                        AgentError::new(message)
+                    } else {
+                        AgentError::unreachable(message)
+                    });
                 }
                 Err(Failure::Retryable { what, retry_after }) => {
                     if attempt < attempts {
@@ -354,7 +361,7 @@ impl OpenAiAgent {
                 }
             }
         }
-        Err(AgentError(format!(
+        Err(AgentError::unreachable(format!(
             "openai: {}: gave up after {attempts} attempt{}; last: {last}",
             self.endpoint,
             if attempts == 1 { "" } else { "s" }

@@ -52,7 +52,8 @@ impl Default for Registry {
             let path = cx.config.cassette.path_in(cx.out);
             let cassette = Cassette::open(&path, cx.config.cassette.mode)?;
             Ok(Arc::new(
-                OpenAiAgent::new(cx.config.openai.clone(), Arc::new(cassette)).map_err(|e| e.0)?,
+                OpenAiAgent::new(cx.config.openai.clone(), Arc::new(cassette))
+                    .map_err(|e| e.message)?,
             ))
         });
         r

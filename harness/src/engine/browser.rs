@@ -5,6 +5,7 @@
 //! SIGKILL), the kernel kills its browser too, and no Chromium outlives a run or a test.
 //! Every trial runs in its own browser context (fresh cookies, storage and cache).
 
+use crate::engine::liveness::{guard, InfraFailure, InfraKind, Liveness, Vital, VitalSender};
 use anyhow::{anyhow, bail, Context, Result};
 use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
 use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
@@ -12,13 +13,16 @@ use chromiumoxide::cdp::browser_protocol::input::{
     DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType,
     InsertTextParams, MouseButton,
 };
+use chromiumoxide::cdp::browser_protocol::inspector;
+use chromiumoxide::cdp::browser_protocol::page::CrashParams;
 use chromiumoxide::cdp::browser_protocol::page::{
     CaptureScreenshotFormat, CaptureScreenshotParams, NavigateParams, StopLoadingParams, Viewport,
 };
 use chromiumoxide::cdp::browser_protocol::target::{
-    CreateBrowserContextParams, CreateTargetParams,
+    CreateBrowserContextParams, CreateTargetParams, EventTargetCrashed, EventTargetDestroyed,
 };
 use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, ExecutionContextId};
+use chromiumoxide::types::{Command, CommandResponse};
 use chromiumoxide::{Browser, Page};
 use faultline_policies::{Control, FrameSnapshot, PageState};
 use faultline_tasks::{Point, Size};
@@ -30,7 +34,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command as Process;
 
 /// Where to find Chromium: `$FAULTLINE_CHROMIUM`, else the first of the usual names on
 /// the PATH. `chromium-headless-shell` (Chromium's automation build: same Blink and V8,
@@ -137,22 +141,39 @@ const CHROMIUM_ARGS: &[&str] = &[
 ];
 
 /// A running Chromium and its CDP connection.
+///
+/// Its death is noticed at once, not at the next timeout: a task waits on the process
+/// (its exit marks the browser dead) and another drives the DevTools connection (its end
+/// marks the browser dead too). Every CDP call made through the handle or its pages is
+/// raced against that signal (see [`crate::engine::liveness`]).
 pub struct BrowserHandle {
     browser: Arc<Browser>,
-    child: Child,
+    pid: u32,
     version: String,
-    _profile: tempfile::TempDir,
+    /// The profile directory, removed on drop once the browser's processes are gone.
+    profile: PathBuf,
     handler: tokio::task::JoinHandle<()>,
+    /// Owns the child process and waits for its exit; aborting it kills the child.
+    reaper: tokio::task::JoinHandle<()>,
+    alive: Vital,
+    liveness: Liveness,
 }
 
 impl BrowserHandle {
-    /// Starts Chromium with a fresh profile directory and connects to it.
+    /// Starts Chromium with a fresh profile directory and connects to it, with the
+    /// default deadlines.
     pub async fn launch(executable: &Path) -> Result<BrowserHandle> {
+        Self::launch_with(executable, Liveness::default()).await
+    }
+
+    /// Starts Chromium with a fresh profile directory and connects to it; its CDP calls
+    /// get the deadlines of `liveness`.
+    pub async fn launch_with(executable: &Path, liveness: Liveness) -> Result<BrowserHandle> {
         let profile = tempfile::Builder::new()
             .prefix("faultline-chromium-")
             .tempdir()
             .context("creating a Chromium profile directory")?;
-        let mut cmd = Command::new(executable);
+        let mut cmd = Process::new(executable);
         // Extra switches for odd machines, space-separated.
         let extra = std::env::var("FAULTLINE_CHROMIUM_ARGS").unwrap_or_default();
         cmd.args(CHROMIUM_ARGS)
@@ -201,12 +222,33 @@ impl BrowserHandle {
         // Keep draining stderr so Chromium never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
 
-        let (browser, mut handler) = Browser::connect(ws)
-            .await
-            .context("connecting to Chromium over CDP")?;
+        let pid = child
+            .id()
+            .ok_or_else(|| anyhow!("Chromium exited at once"))?;
+        let (dead, alive) = Vital::new();
+        let on_exit = dead.clone();
+        let reaper = tokio::spawn(async move {
+            let status = child.wait().await;
+            on_exit.dead(match status {
+                Ok(s) => format!("the browser process exited ({s})"),
+                Err(e) => format!("the browser process is gone ({e})"),
+            });
+        });
+        let (browser, mut handler) = match Browser::connect(ws).await {
+            Ok(v) => v,
+            Err(e) => {
+                reaper.abort();
+                // SAFETY: killpg only sends a signal; the group is the one we created.
+                unsafe { libc::killpg(pid as libc::pid_t, libc::SIGKILL) };
+                return Err(anyhow!(e).context("connecting to Chromium over CDP"));
+            }
+        };
         // Drive the handler until it ends; individual errors are unparseable events from
-        // a newer protocol and must not stop it.
-        let handler = tokio::spawn(async move { while handler.next().await.is_some() {} });
+        // a newer protocol and must not stop it. Its end is the connection's end.
+        let handler = tokio::spawn(async move {
+            while handler.next().await.is_some() {}
+            dead.dead("the DevTools connection closed");
+        });
         let version = browser
             .version()
             .await
@@ -214,16 +256,29 @@ impl BrowserHandle {
             .unwrap_or_else(|_| "unknown".into());
         Ok(BrowserHandle {
             browser: Arc::new(browser),
-            child,
+            pid,
             version,
-            _profile: profile,
+            profile: profile.keep(),
             handler,
+            reaper,
+            alive,
+            liveness,
         })
     }
 
     /// The Chromium process id (for leak checks).
     pub fn pid(&self) -> Option<u32> {
-        self.child.id()
+        Some(self.pid)
+    }
+
+    /// The browser's liveness signal: why it died, once it did.
+    pub fn vital(&self) -> &Vital {
+        &self.alive
+    }
+
+    /// The deadlines its calls get.
+    pub fn liveness(&self) -> Liveness {
+        self.liveness
     }
 
     /// The browser's product string, e.g. `Chrome/156.0.8078.114`.
@@ -243,41 +298,83 @@ impl BrowserHandle {
     pub fn page_pool(&self, viewport: Size, ready: usize, warm_url: String) -> PagePool {
         let (tx, rx) = tokio::sync::mpsc::channel(ready.max(1));
         let browser = self.browser.clone();
+        let alive = self.alive.clone();
+        let liveness = self.liveness;
         let opener = tokio::spawn(async move {
-            loop {
-                let page = open_trial_page(browser.clone(), viewport, warm_url.clone()).await;
+            // A dead browser opens no more pages: the pool says why once and stops.
+            while alive.dead().is_none() {
+                let page = open_trial_page(
+                    browser.clone(),
+                    &alive,
+                    liveness,
+                    viewport,
+                    warm_url.clone(),
+                )
+                .await;
                 if tx.send(page).await.is_err() {
-                    break;
+                    return;
                 }
             }
         });
         PagePool {
             rx: tokio::sync::Mutex::new(rx),
             opener,
+            alive: self.alive.clone(),
+            liveness: self.liveness,
         }
     }
 
-    /// Closes the browser and waits for the process to exit.
-    pub async fn close(mut self) {
+    /// Closes the browser and waits for the process and its group to exit.
+    pub async fn close(self) {
+        self.shutdown().await;
+    }
+
+    /// Kills the browser's process group and waits (a few seconds at most) until every
+    /// process of it is gone, so its profile directory can be removed.
+    pub async fn shutdown(&self) {
         // Stop reading the socket first, so the kill is not reported as a CDP error.
         self.handler.abort();
         self.kill_group();
-        let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while tokio::time::Instant::now() < deadline
+            && (!self.reaper.is_finished() || group_alive(self.pid))
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
-    fn kill_group(&mut self) {
-        if let Some(pid) = self.child.id() {
-            // SAFETY: killpg only sends a signal; the group is the one we created.
-            unsafe { libc::killpg(pid as libc::pid_t, libc::SIGKILL) };
-        }
-        let _ = self.child.start_kill();
+    /// Kills the browser as a crash would (for tests of the harness's recovery).
+    pub fn kill(&self) {
+        // SAFETY: kill only sends a signal to the process we started.
+        unsafe { libc::kill(self.pid as libc::pid_t, libc::SIGKILL) };
     }
+
+    fn kill_group(&self) {
+        // SAFETY: killpg only sends a signal; the group is the one we created.
+        unsafe { libc::killpg(self.pid as libc::pid_t, libc::SIGKILL) };
+    }
+}
+
+/// Whether any process of group `pgid` is still there (zombies included: a renderer not
+/// yet reaped still holds files of the profile open).
+fn group_alive(pgid: u32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    unsafe { libc::killpg(pgid as libc::pid_t, 0) == 0 }
 }
 
 impl Drop for BrowserHandle {
     fn drop(&mut self) {
         self.handler.abort();
         self.kill_group();
+        self.reaper.abort();
+        // Killed processes can still be writing for a moment: remove the profile until
+        // it stays removed (two seconds at most).
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while self.profile.exists() && std::time::Instant::now() < deadline {
+            if std::fs::remove_dir_all(&self.profile).is_err() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
     }
 }
 
@@ -285,17 +382,27 @@ impl Drop for BrowserHandle {
 pub struct PagePool {
     rx: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Result<TrialPage>>>,
     opener: tokio::task::JoinHandle<()>,
+    alive: Vital,
+    liveness: Liveness,
 }
 
 impl PagePool {
-    /// The next fresh page (never one that was used before).
+    /// The next fresh page (never one that was used before). The wait has a deadline
+    /// (`unresponsive` past it) and ends at once when the browser dies.
     pub async fn take(&self) -> Result<TrialPage> {
-        self.rx
-            .lock()
-            .await
-            .recv()
-            .await
-            .unwrap_or_else(|| Err(anyhow!("the page pool has stopped")))
+        let mut rx = self.rx.lock().await;
+        guard(
+            "waiting for a fresh page",
+            self.liveness.page(),
+            &self.alive,
+            None,
+            async {
+                rx.recv()
+                    .await
+                    .unwrap_or_else(|| Err(anyhow!("the page pool has stopped")))
+            },
+        )
+        .await
     }
 }
 
@@ -305,41 +412,147 @@ impl Drop for PagePool {
     }
 }
 
-async fn open_trial_page(browser: Arc<Browser>, viewport: Size, url: String) -> Result<TrialPage> {
-    let context = browser
-        .create_browser_context(CreateBrowserContextParams::default())
-        .await
-        .context("creating a browser context")?;
+async fn open_trial_page(
+    browser: Arc<Browser>,
+    alive: &Vital,
+    liveness: Liveness,
+    viewport: Size,
+    url: String,
+) -> Result<TrialPage> {
+    let call = liveness.call();
+    let context = guard(
+        "creating a browser context",
+        call,
+        alive,
+        None,
+        browser.create_browser_context(CreateBrowserContextParams::default()),
+    )
+    .await?;
     let params = CreateTargetParams::builder()
         .url(url)
         .browser_context_id(context.clone())
         .build()
         .map_err(|e| anyhow!(e))?;
-    let page = browser.new_page(params).await.context("opening a page")?;
-    page.execute(SetDeviceMetricsOverrideParams::new(
-        i64::from(viewport.width),
-        i64::from(viewport.height),
-        1.0,
-        false,
-    ))
-    .await
-    .context("setting the viewport")?;
-    Ok(TrialPage {
+    let page = guard(
+        "opening a page",
+        liveness.page(),
+        alive,
+        None,
+        browser.new_page(params),
+    )
+    .await?;
+    // The page's own signal: its renderer crashed, or its target went away.
+    let (dead, page_alive) = Vital::new();
+    let watcher = watch_page(&browser, &page, dead, alive, call).await?;
+    let trial = TrialPage {
         browser,
         context: Some(context),
         page,
         viewport,
         captures: 0,
-    })
+        browser_alive: alive.clone(),
+        alive: page_alive,
+        watcher,
+        liveness,
+    };
+    trial
+        .cdp(
+            "setting the viewport",
+            SetDeviceMetricsOverrideParams::new(
+                i64::from(viewport.width),
+                i64::from(viewport.height),
+                1.0,
+                false,
+            ),
+        )
+        .await?;
+    Ok(trial)
+}
+
+/// Starts the task that marks a page dead when its renderer crashes
+/// (`Inspector.targetCrashed` on the page's session, `Target.targetCrashed` on the
+/// browser's) or its target is destroyed while the harness still holds it.
+async fn watch_page(
+    browser: &Browser,
+    page: &Page,
+    dead: VitalSender,
+    alive: &Vital,
+    call: Duration,
+) -> Result<tokio::task::JoinHandle<()>> {
+    let mut inspector_crash = guard(
+        "listening for renderer crashes",
+        call,
+        alive,
+        None,
+        page.event_listener::<inspector::EventTargetCrashed>(),
+    )
+    .await?;
+    let mut target_crash = guard(
+        "listening for renderer crashes",
+        call,
+        alive,
+        None,
+        browser.event_listener::<EventTargetCrashed>(),
+    )
+    .await?;
+    let mut destroyed = guard(
+        "listening for closed targets",
+        call,
+        alive,
+        None,
+        browser.event_listener::<EventTargetDestroyed>(),
+    )
+    .await?;
+    guard(
+        "enabling the Inspector domain",
+        call,
+        alive,
+        None,
+        page.execute(inspector::EnableParams::default()),
+    )
+    .await?;
+    let id = page.target_id().clone();
+    Ok(tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                Some(_) = inspector_crash.next() => {
+                    dead.dead("the renderer crashed (Inspector.targetCrashed)");
+                    return;
+                }
+                Some(ev) = target_crash.next() => if ev.target_id == id {
+                    dead.dead(format!("the renderer crashed (Target.targetCrashed: {}, code {})", ev.status, ev.error_code));
+                    return;
+                },
+                Some(ev) = destroyed.next() => if ev.target_id == id {
+                    dead.dead("the page's target was destroyed");
+                    return;
+                },
+                else => return,
+            }
+        }
+    }))
 }
 
 /// One trial's page in its own browser context.
+///
+/// Every CDP call it makes has a deadline and ends at once when the browser or the
+/// page's renderer dies (see [`crate::engine::liveness`]).
 pub struct TrialPage {
     browser: Arc<Browser>,
     context: Option<BrowserContextId>,
     page: Page,
     viewport: Size,
     captures: u64,
+    browser_alive: Vital,
+    alive: Vital,
+    watcher: tokio::task::JoinHandle<()>,
+    liveness: Liveness,
+}
+
+impl Drop for TrialPage {
+    fn drop(&mut self) {
+        self.watcher.abort();
+    }
 }
 
 /// What [`TrialPage::capture`] returns: the observation and the page state read at the
@@ -395,6 +608,45 @@ impl TrialPage {
         self.viewport
     }
 
+    /// One CDP command on the page, with the call deadline and the liveness signals.
+    async fn cdp<T: Command>(&self, what: &str, params: T) -> Result<CommandResponse<T::Response>> {
+        self.guarded(what, self.liveness.call(), self.page.execute(params))
+            .await
+    }
+
+    /// Any wait on the page, with a deadline and the liveness signals.
+    async fn guarded<T, E: Into<anyhow::Error>>(
+        &self,
+        what: &str,
+        limit: Duration,
+        call: impl std::future::Future<Output = std::result::Result<T, E>>,
+    ) -> Result<T> {
+        guard(what, limit, &self.browser_alive, Some(&self.alive), call).await
+    }
+
+    /// Why the page's renderer died, if it did.
+    pub fn crashed(&self) -> Option<String> {
+        self.alive.dead()
+    }
+
+    /// Crashes the page's renderer (CDP `Page.crash`): what the renderer-crash fault of
+    /// the catalogue does after the action. Waits (within the call deadline) until the
+    /// crash has been noticed.
+    pub async fn crash_renderer(&self) -> Result<()> {
+        // The command itself gets no answer: the renderer that would answer is gone.
+        let page = self.page.clone();
+        tokio::spawn(async move {
+            let _ = page.execute(CrashParams::default()).await;
+        });
+        match tokio::time::timeout(self.liveness.call(), self.alive.died()).await {
+            Ok(_) => Ok(()),
+            Err(_) => Err(anyhow!(InfraFailure::new(
+                InfraKind::Unresponsive,
+                "Page.crash was sent but no crash was reported",
+            ))),
+        }
+    }
+
     /// The underlying CDP page, for callers that need its events (console messages and
     /// exceptions, e.g. to check that a page loads without errors).
     pub fn cdp_page(&self) -> &Page {
@@ -403,11 +655,33 @@ impl TrialPage {
 
     /// Navigates and waits for the load event, web fonts and the frames' documents.
     pub async fn goto(&self, url: &str) -> Result<()> {
-        self.page
-            .goto(NavigateParams::new(url))
+        let nav = self
+            .guarded(
+                "navigating",
+                self.liveness.navigation(10_000),
+                self.page.goto(NavigateParams::new(url)),
+            )
+            .await;
+        if let Err(e) = nav {
+            // A dead browser or renderer keeps its own name; anything else is a failed
+            // navigation to the fixture server.
+            return Err(match InfraFailure::find(&e) {
+                Some(f) if f.kind != InfraKind::Unresponsive => e,
+                _ => anyhow!(InfraFailure::new(
+                    InfraKind::NavigationFailed,
+                    format!("navigating to {url}: {e:#}")
+                )),
+            });
+        }
+        self.wait_ready(Duration::from_secs(10))
             .await
-            .with_context(|| format!("navigating to {url}"))?;
-        self.wait_ready(Duration::from_secs(10)).await
+            .map_err(|e| match InfraFailure::find(&e) {
+                Some(_) => e,
+                None => anyhow!(InfraFailure::new(
+                    InfraKind::NavigationFailed,
+                    format!("{url}: {e:#}")
+                )),
+            })
     }
 
     /// Evaluates `expression` in the top document (awaiting promises).
@@ -424,11 +698,7 @@ impl TrialPage {
         params.await_promise = Some(true);
         params.return_by_value = Some(true);
         params.context_id = context;
-        let resp = self
-            .page
-            .execute(params)
-            .await
-            .context("evaluating in the page")?;
+        let resp = self.cdp("evaluating in the page", params).await?;
         if let Some(ex) = &resp.result.exception_details {
             bail!("page script threw: {}", ex.text);
         }
@@ -460,10 +730,17 @@ impl TrialPage {
             // single evaluation can itself stall while a navigation hangs, so it is
             // bounded by the deadline too.
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if let Ok(Ok(serde_json::Value::Bool(true))) =
-                tokio::time::timeout(left, self.eval(JS)).await
-            {
-                return Ok(());
+            match tokio::time::timeout(left, self.eval(JS)).await {
+                Ok(Ok(serde_json::Value::Bool(true))) => return Ok(()),
+                // A dead browser or renderer will not finish loading: say so at once.
+                Ok(Err(e))
+                    if InfraFailure::find(&e).is_some_and(|f| {
+                        matches!(f.kind, InfraKind::BrowserDied | InfraKind::RendererCrashed)
+                    }) =>
+                {
+                    return Err(e)
+                }
+                _ => {}
             }
             if tokio::time::Instant::now() >= deadline {
                 bail!("the page did not finish loading within {timeout:?}");
@@ -472,13 +749,42 @@ impl TrialPage {
         }
     }
 
+    /// The `stable` settle: waits until the top document has had no DOM mutation for
+    /// `windows` consecutive windows of `window_ms`, or `cap_ms` has passed. Returns
+    /// whether the cap was hit (a page that never settles).
+    pub async fn wait_stable(&self, st: crate::engine::roundtrip::StableSettle) -> Result<bool> {
+        const MUTATIONS: &str = r#"(() => {
+          if (!window.__fl_mo) {
+            window.__fl_mutations = 0;
+            window.__fl_mo = new MutationObserver((r) => { window.__fl_mutations += r.length; });
+            window.__fl_mo.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+          }
+          return window.__fl_mutations;
+        })()"#;
+        let started = tokio::time::Instant::now();
+        let cap = Duration::from_millis(st.cap_ms);
+        let mut last = self.eval(MUTATIONS).await?;
+        let mut quiet = 0u32;
+        loop {
+            let left = cap.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return Ok(true);
+            }
+            tokio::time::sleep(Duration::from_millis(st.window_ms).min(left)).await;
+            let now = self.eval(MUTATIONS).await?;
+            quiet = if now == last { quiet + 1 } else { 0 };
+            last = now;
+            if quiet >= st.windows {
+                return Ok(false);
+            }
+        }
+    }
+
     /// Gives up on a navigation that is still loading (what a browser's Stop button
     /// does), so the page can be observed as it is.
     pub async fn stop_loading(&self) -> Result<()> {
-        self.page
-            .execute(StopLoadingParams::default())
-            .await
-            .context("stopping the page load")?;
+        self.cdp("stopping the page load", StopLoadingParams::default())
+            .await?;
         Ok(())
     }
 
@@ -505,10 +811,7 @@ impl TrialPage {
             params.button = Some(button);
             params.click_count = Some(count);
         }
-        self.page
-            .execute(params)
-            .await
-            .context("dispatching a mouse event")?;
+        self.cdp("dispatching a mouse event", params).await?;
         Ok(())
     }
 
@@ -558,10 +861,8 @@ impl TrialPage {
 
     /// Inserts text into the focused element, as an IME commit would.
     pub async fn insert_text(&self, text: &str) -> Result<()> {
-        self.page
-            .execute(InsertTextParams::new(text))
-            .await
-            .context("inserting text")?;
+        self.cdp("inserting text", InsertTextParams::new(text))
+            .await?;
         Ok(())
     }
 
@@ -589,7 +890,7 @@ impl TrialPage {
             if kind == DispatchKeyEventType::KeyDown {
                 p.text = text.clone();
             }
-            self.page.execute(p).await.context("dispatching a key")?;
+            self.cdp("dispatching a key", p).await?;
         }
         Ok(())
     }
@@ -603,7 +904,7 @@ impl TrialPage {
         let mut p = DispatchMouseEventParams::new(DispatchMouseEventType::MouseWheel, c.x, c.y);
         p.delta_x = Some(dx);
         p.delta_y = Some(dy);
-        self.page.execute(p).await.context("scrolling")?;
+        self.cdp("scrolling", p).await?;
         Ok(())
     }
 
@@ -626,15 +927,16 @@ impl TrialPage {
     /// Changes the emulated viewport without changing what the harness believes it is
     /// ([`Self::viewport`]): the layout fault's way of moving the page under the harness.
     pub async fn emulate_viewport(&self, size: Size) -> Result<()> {
-        self.page
-            .execute(SetDeviceMetricsOverrideParams::new(
+        self.cdp(
+            "changing the viewport",
+            SetDeviceMetricsOverrideParams::new(
                 i64::from(size.width),
                 i64::from(size.height),
                 1.0,
                 false,
-            ))
-            .await
-            .context("changing the viewport")?;
+            ),
+        )
+        .await?;
         Ok(())
     }
 
@@ -657,9 +959,14 @@ impl TrialPage {
     /// [`Self::page_state`] plus the top document's clock when it was read.
     async fn page_state_at(&self) -> Result<(PageState, f64)> {
         let mut top_now = f64::NAN;
-        let main = self.page.mainframe().await?;
+        let call = self.liveness.call();
+        let main = self
+            .guarded("reading the frame tree", call, self.page.mainframe())
+            .await?;
         let mut frames = Vec::new();
-        let mut ids = self.page.frames().await?;
+        let mut ids = self
+            .guarded("reading the frame tree", call, self.page.frames())
+            .await?;
         // Top frame first, the rest in a stable order (by URL) so snapshots compare.
         ids.sort_by_key(|id| Some(id) != main.as_ref());
         for id in ids {
@@ -667,15 +974,23 @@ impl TrialPage {
             let context = if is_top {
                 None
             } else {
-                match self.page.frame_execution_context(id.clone()).await? {
+                match self
+                    .guarded(
+                        "finding a frame's context",
+                        call,
+                        self.page.frame_execution_context(id.clone()),
+                    )
+                    .await?
+                {
                     Some(c) => Some(c),
                     None => continue,
                 }
             };
             let value = match self.eval_in(context, SNAPSHOT_JS).await {
                 Ok(v) => v,
-                // A detached or navigating child frame is not part of the page now.
-                Err(_) if !is_top => continue,
+                // A detached or navigating child frame is not part of the page now (a
+                // dead browser or page is not that).
+                Err(e) if !is_top && InfraFailure::find(&e).is_none() => continue,
                 Err(e) => return Err(e),
             };
             let raw: RawFrame =
@@ -724,11 +1039,7 @@ impl TrialPage {
             }),
             ..Default::default()
         };
-        let shot = self
-            .page
-            .execute(params)
-            .await
-            .context("taking a screenshot")?;
+        let shot = self.cdp("taking a screenshot", params).await?;
         let png = base64_decode(shot.result.data.as_ref())?;
         let (state, end_ms) = self.page_state_at().await?;
         let text = state
@@ -751,12 +1062,13 @@ impl TrialPage {
 
     /// Waits until every ledger request the page (and its frames) sent has been answered.
     pub async fn flush_ledger(&self) -> Result<()> {
-        let v = tokio::time::timeout(
-            Duration::from_secs(5),
-            self.eval("window.__faultline_flush ? window.__faultline_flush() : true"),
-        )
-        .await
-        .map_err(|_| anyhow!("ledger requests still pending after 5 s"))??;
+        let v = self
+            .guarded(
+                "waiting for the page's ledger requests",
+                Duration::from_secs(5),
+                self.eval("window.__faultline_flush ? window.__faultline_flush() : true"),
+            )
+            .await?;
         if v != serde_json::Value::Bool(true) {
             bail!("ledger flush returned {v}");
         }
@@ -765,9 +1077,14 @@ impl TrialPage {
 
     /// Closes the page and disposes of its browser context.
     pub async fn close(mut self) {
-        let _ = self.page.clone().close().await;
+        self.watcher.abort();
+        let call = self.liveness.call();
+        if self.browser_alive.dead().is_some() {
+            return;
+        }
+        let _ = tokio::time::timeout(call, self.page.clone().close()).await;
         if let Some(ctx) = self.context.take() {
-            let _ = self.browser.dispose_browser_context(ctx).await;
+            let _ = tokio::time::timeout(call, self.browser.dispose_browser_context(ctx)).await;
         }
     }
 }

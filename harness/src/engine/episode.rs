@@ -23,6 +23,7 @@
 //! the agent or the policy: they get [`AgentView`] and [`Evidence`] values only.
 
 use crate::agent::{Agent, AgentView, HistoryEntry, PolicyFeedback, TokenUsage};
+use crate::engine::liveness::{InfraFailure, InfraKind};
 use crate::engine::roundtrip::parse_stage;
 use crate::engine::session::Session;
 use crate::engine::Engine;
@@ -41,6 +42,12 @@ pub struct EpisodeLimits {
     pub budget: u32,
     /// Steps in all, the recorded decision included.
     pub max_steps: u32,
+    /// Wall-clock limit of the whole episode: past it the episode ends `time_limit`
+    /// (checked before every step and bounding every agent call).
+    pub time_limit_ms: u64,
+    /// The longest `wait(ms)` a reply may ask for; a longer wait is cut to it (and the
+    /// tool message says so).
+    pub max_wait_ms: u64,
 }
 
 impl Default for EpisodeLimits {
@@ -48,6 +55,8 @@ impl Default for EpisodeLimits {
         EpisodeLimits {
             budget: 3,
             max_steps: 8,
+            time_limit_ms: 120_000,
+            max_wait_ms: 10_000,
         }
     }
 }
@@ -145,17 +154,20 @@ pub async fn run_episode(engine: &Engine, spec: &EpisodeSpec<'_>) -> Result<Epis
     let started = Instant::now();
     let layout = spec.decision.layout();
     let mut session = Session::open(engine, &layout, Some(spec.fault), spec.decision.image).await?;
+    session.rt().max_wait_ms = spec.limits.max_wait_ms;
     let (before, before_state) = session
         .rt()
         .observe_now()
         .await
         .context("observing before the recorded decision")?;
+    let deadline = started + std::time::Duration::from_millis(spec.limits.time_limit_ms);
     let transcript = drive(
         &mut session,
         spec,
         &layout.instruction(),
         before.clone(),
         before_state,
+        deadline,
     )
     .await?;
     session.record(None).await?;
@@ -211,6 +223,7 @@ async fn drive(
     instruction: &Instruction,
     before: Observation,
     before_state: PageState,
+    deadline: Instant,
 ) -> Result<Transcript> {
     let mut observation = before;
     let mut state = before_state;
@@ -235,6 +248,9 @@ async fn drive(
     let mut infra_error = None;
 
     let stop_reason = 'episode: loop {
+        if Instant::now() >= deadline {
+            break 'episode StopReason::TimeLimit;
+        }
         let n = steps.len() as u32;
         let from_decision = n == 0;
         let mut record = EpisodeStep {
@@ -391,7 +407,11 @@ async fn drive(
             image: spec.decision.image,
             seed: spec.seed,
         };
-        match spec.agent.reply(view).await {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(replied) = tokio::time::timeout(left, spec.agent.reply(view)).await else {
+            break 'episode StopReason::TimeLimit;
+        };
+        match replied {
             Ok(r) => {
                 model_calls += r.model_calls;
                 if let Some(u) = r.usage {
@@ -403,6 +423,13 @@ async fn drive(
                 reply_format = r.format;
                 reply_space = None;
                 reply_usage = r.usage;
+            }
+            // No working endpoint: the episode measured nothing about recovery.
+            Err(e) if e.unreachable => {
+                return Err(anyhow::Error::new(InfraFailure::new(
+                    InfraKind::AgentEndpoint,
+                    format!("{} ({})", e.message, spec.agent.name()),
+                )));
             }
             Err(e) => {
                 error = Some(e.to_string());

@@ -19,6 +19,7 @@
 
 pub mod browser;
 pub mod episode;
+pub mod liveness;
 pub mod roundtrip;
 pub mod scorer;
 pub mod session;
@@ -27,20 +28,22 @@ pub mod trial;
 pub use scorer::Scorer;
 pub use session::Session;
 
-use browser::{BrowserHandle, PagePool};
+use anyhow::{anyhow, Result};
+use browser::{BrowserHandle, PagePool, TrialPage};
 use faultline_policies::{Registry, VerificationPolicy};
 use faultline_sites::FixtureServer;
 use faultline_tasks::Size;
+use liveness::Liveness;
 use roundtrip::Timing;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// What every session of a run shares: the browser and its pool of fresh pages, the
 /// fixture server, the scorer (the ledger key), the detection policies and the timing.
 pub struct Engine {
-    /// The running Chromium and its CDP connection.
-    pub browser: Arc<BrowserHandle>,
-    /// Fresh pages opened ahead of time, one browser context each.
-    pub pages: PagePool,
+    /// The browser and its pool of fresh pages, replaced when the browser dies.
+    pub browsers: Browsers,
     /// The fixture server on loopback: the task pages, their ledgers and the faults' site side.
     pub server: Arc<FixtureServer>,
     /// Reads ledgers and judges truth (the only holder of the ledger key).
@@ -52,6 +55,144 @@ pub struct Engine {
     pub policy_registry: Registry,
     /// The round trip's waits.
     pub timing: Timing,
+    /// Deadlines, retries and browser restarts.
+    pub liveness: Liveness,
     /// The viewport every page is laid out for.
     pub viewport: Size,
+}
+
+impl Engine {
+    /// A fresh page from the current browser's pool.
+    pub async fn take_page(&self) -> Result<TrialPage> {
+        self.browsers.current().pages.take().await
+    }
+}
+
+/// One browser and its pool of fresh pages.
+pub struct Generation {
+    /// 1 for the run's first browser, then one more per restart.
+    pub id: u64,
+    /// The running Chromium and its CDP connection.
+    pub handle: BrowserHandle,
+    /// Fresh pages opened ahead of time on this browser, one browser context each.
+    pub pages: PagePool,
+}
+
+/// The run's browser, restarted (a bounded number of times) when it dies.
+///
+/// Items hold the [`Generation`] they started on; when one of them finds its browser
+/// dead it asks for a restart *of that generation*: the first to ask starts a new
+/// browser and a new pool, the others find it already done.
+pub struct Browsers {
+    current: std::sync::Mutex<Arc<Generation>>,
+    restart: tokio::sync::Mutex<()>,
+    restarts: AtomicU32,
+    next_id: AtomicU64,
+    /// How to start another browser; `None` when this one cannot be replaced.
+    relaunch: Option<Relaunch>,
+}
+
+/// What starting a replacement browser takes.
+struct Relaunch {
+    executable: PathBuf,
+    liveness: Liveness,
+    viewport: Size,
+    ready: usize,
+    warm_url: String,
+}
+
+impl Browsers {
+    /// Starts Chromium at `executable` with a pool of `ready` fresh pages showing
+    /// `warm_url`; a dead browser is replaced up to `liveness.browser_restarts` times.
+    pub async fn launch(
+        executable: PathBuf,
+        liveness: Liveness,
+        viewport: Size,
+        ready: usize,
+        warm_url: String,
+    ) -> Result<Browsers> {
+        let relaunch = Relaunch {
+            executable,
+            liveness,
+            viewport,
+            ready,
+            warm_url,
+        };
+        let first = relaunch.start(1).await?;
+        Ok(Browsers {
+            current: std::sync::Mutex::new(Arc::new(first)),
+            restart: tokio::sync::Mutex::new(()),
+            restarts: AtomicU32::new(0),
+            next_id: AtomicU64::new(2),
+            relaunch: Some(relaunch),
+        })
+    }
+
+    /// One browser that is never replaced (for tests and tools).
+    pub fn fixed(handle: BrowserHandle, pages: PagePool) -> Browsers {
+        Browsers {
+            current: std::sync::Mutex::new(Arc::new(Generation {
+                id: 1,
+                handle,
+                pages,
+            })),
+            restart: tokio::sync::Mutex::new(()),
+            restarts: AtomicU32::new(0),
+            next_id: AtomicU64::new(2),
+            relaunch: None,
+        }
+    }
+
+    /// The browser in use now.
+    pub fn current(&self) -> Arc<Generation> {
+        self.current.lock().expect("not poisoned").clone()
+    }
+
+    /// Browsers started after the first one died.
+    pub fn restarts(&self) -> u32 {
+        self.restarts.load(Ordering::SeqCst)
+    }
+
+    /// Replaces generation `dead` with a new browser and pool, unless another item
+    /// already did. Fails when the run's restarts are used up.
+    pub async fn restart(&self, dead: u64) -> Result<()> {
+        let _one_at_a_time = self.restart.lock().await;
+        let old = self.current();
+        if old.id != dead {
+            return Ok(());
+        }
+        let Some(relaunch) = &self.relaunch else {
+            return Err(anyhow!(
+                "the browser died and this engine cannot start another"
+            ));
+        };
+        let n = self.restarts.load(Ordering::SeqCst);
+        if n >= relaunch.liveness.browser_restarts {
+            return Err(anyhow!(
+                "the browser died again after {n} restart(s) (liveness.browser_restarts = {}); giving up: --resume continues the run",
+                relaunch.liveness.browser_restarts
+            ));
+        }
+        // The old browser's processes go first, so its profile directory can go too.
+        old.handle.shutdown().await;
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let new = relaunch.start(id).await?;
+        self.restarts.fetch_add(1, Ordering::SeqCst);
+        *self.current.lock().expect("not poisoned") = Arc::new(new);
+        Ok(())
+    }
+
+    /// Closes the current browser and waits for its processes to exit.
+    pub async fn shutdown(self) {
+        let current = self.current();
+        current.handle.shutdown().await;
+    }
+}
+
+impl Relaunch {
+    async fn start(&self, id: u64) -> Result<Generation> {
+        let handle = BrowserHandle::launch_with(&self.executable, self.liveness).await?;
+        let pages = handle.page_pool(self.viewport, self.ready, self.warm_url.clone());
+        Ok(Generation { id, handle, pages })
+    }
 }

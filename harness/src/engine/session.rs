@@ -71,7 +71,7 @@ impl<'e> Session<'e> {
         if let Some(injection) = fault.as_ref().and_then(|f| f.site(layout)) {
             engine.server.arm(&session.scope, injection);
         }
-        let page = engine.pages.take().await?;
+        let page = engine.take_page().await?;
         let rt = session
             .rt
             .insert(RoundTrip::new(page, layout, fault, image, engine.timing));
@@ -97,7 +97,13 @@ impl<'e> Session<'e> {
             .rt
             .as_mut()
             .expect("a session has its page until it is finished");
-        rt.page.flush_ledger().await?;
+        // A page the armed fault crashed has nothing left to send (its keepalive
+        // requests were handed to the browser before it died).
+        let crashed_by_fault =
+            rt.fault.is_some_and(|f| f.crashes_renderer()) && rt.page.crashed().is_some();
+        if !crashed_by_fault {
+            rt.page.flush_ledger().await?;
+        }
         for m in &rt.marks[self.noted_captures..] {
             engine.scorer.note_capture(scope, m);
         }

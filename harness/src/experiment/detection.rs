@@ -3,6 +3,7 @@
 //! stored trial; and the rows a trial is stored as.
 
 use super::phase::{pending, run_phase, PhaseSummary};
+use super::retry::{with_retries, Attempted};
 use super::RunRequest;
 use crate::engine::trial::{run_trial, Condition, TrialResult};
 use crate::engine::Engine;
@@ -86,7 +87,9 @@ pub async fn run(
     let config = &req.config;
     let finished = db.finished_keys()?;
     let (total, skipped, todo) = pending(specs, |s| &s.key, &finished, req.max_trials);
-    run_phase(
+    let retries = env.liveness.retries;
+    let (mut infra_failures, mut failed) = (0, 0);
+    let mut summary = run_phase(
         req.progress,
         "detection",
         (total, skipped),
@@ -96,27 +99,48 @@ pub async fn run(
             let env = env.clone();
             async move {
                 let plan = spec.fault.map(|f| FaultPlan::new(f, spec.trial_seed));
-                let mut result = run_trial(&env, &spec.decision, plan).await;
-                if result.is_err() {
-                    // One retry: a browser hiccup should not sink a long run.
-                    result = run_trial(&env, &spec.decision, plan).await;
-                }
-                let result = result.with_context(|| format!("trial {}", spec.key))?;
+                // A browser, renderer or page failure is retried on a fresh page (and a
+                // new browser when it died), a bounded number of times.
+                let result = with_retries(&env, &spec.key, retries, || {
+                    run_trial(&env, &spec.decision, plan)
+                })
+                .await
+                .with_context(|| format!("trial {}", spec.key))?;
                 Ok((spec, result))
             }
         },
-        |(spec, result)| store(db, shots, &spec, result),
+        |(spec, result)| match result {
+            Attempted::Done(r, failures) => {
+                infra_failures += failures.len();
+                store(db, shots, &spec, r, failures)
+            }
+            Attempted::Failed(failures) => {
+                infra_failures += failures.len();
+                failed += 1;
+                db.insert_infra_errors(&failures)
+                    .with_context(|| format!("writing {}", db.path().display()))
+            }
+        },
     )
-    .await
+    .await?;
+    summary.infra_failures = infra_failures;
+    summary.failed = failed;
+    Ok(summary)
 }
 
 /// Stores a finished trial: its screenshots, its row and every policy's verdict.
-fn store(db: &mut ResultsDb, shots: &Path, spec: &TrialSpec, r: TrialResult) -> Result<()> {
+fn store(
+    db: &mut ResultsDb,
+    shots: &Path,
+    spec: &TrialSpec,
+    r: TrialResult,
+    failed_attempts: Vec<InfraErrorRow>,
+) -> Result<()> {
     let stem = spec.key.replace('/', "-");
     let before = format!("shots/{stem}.before.png");
     let after = format!("shots/{stem}.after.png");
-    std::fs::write(shots.join(format!("{stem}.before.png")), &r.before_png)?;
-    std::fs::write(shots.join(format!("{stem}.after.png")), &r.after_png)?;
+    write_shot(&shots.join(format!("{stem}.before.png")), &r.before_png)?;
+    write_shot(&shots.join(format!("{stem}.after.png")), &r.after_png)?;
     let d = &spec.decision;
     let condition = if spec.fault.is_some() {
         Condition::Faulty
@@ -157,7 +181,7 @@ fn store(db: &mut ResultsDb, shots: &Path, spec: &TrialSpec, r: TrialResult) -> 
     // A verdict row for every real judgement; an infrastructure-error row, never a
     // verdict, for a policy that could not judge.
     let mut verdicts = Vec::new();
-    let mut infra: Vec<InfraErrorRow> = Vec::new();
+    let mut infra: Vec<InfraErrorRow> = failed_attempts;
     for (policy, outcome) in &r.judgements {
         match outcome {
             Ok(j) => verdicts.push(VerdictRow {
@@ -170,4 +194,10 @@ fn store(db: &mut ResultsDb, shots: &Path, spec: &TrialSpec, r: TrialResult) -> 
         }
     }
     db.insert_trial_with_infra(&row, &verdicts, &infra)
+        .with_context(|| format!("writing {}", db.path().display()))
+}
+
+/// Writes a screenshot; a full disk names the file.
+pub(crate) fn write_shot(path: &Path, png: &[u8]) -> Result<()> {
+    std::fs::write(path, png).with_context(|| format!("writing {}", path.display()))
 }

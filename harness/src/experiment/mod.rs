@@ -21,14 +21,15 @@ pub mod detection;
 pub mod phase;
 pub mod record;
 pub mod recovery;
+pub mod retry;
 pub mod shard;
 
 pub use phase::PhaseSummary;
 
 use crate::agent::{Agent, AgentContext};
 use crate::config::{ConfigText, ExperimentConfig, Overrides};
-use crate::engine::browser::{find_chromium, BrowserHandle};
-use crate::engine::{Engine, Scorer};
+use crate::engine::browser::find_chromium;
+use crate::engine::{Browsers, Engine, Scorer};
 use crate::error::UsageError;
 use anyhow::{anyhow, bail, Context, Result};
 use faultline_analysis::db::ResultsDb;
@@ -82,6 +83,13 @@ pub struct RunSummary {
     pub detection_wall: Duration,
     /// The recovery phase, when the config enables it.
     pub recovery: Option<PhaseSummary>,
+    /// Attempts that failed for infrastructure reasons (retried or given up on), in
+    /// both phases.
+    pub infra_failures: usize,
+    /// Items that failed every attempt: listed in the report, not stored.
+    pub failed_items: usize,
+    /// New browsers started after the browser died.
+    pub browser_restarts: u32,
     /// The `report.md` written at the end.
     pub report: PathBuf,
     /// The trace viewer's `index.html`, beside the report.
@@ -101,27 +109,29 @@ impl Harness {
         let (server, key) = FixtureServer::start_loopback()
             .await
             .context("starting the fixture server")?;
-        let browser = BrowserHandle::launch(&chromium).await?;
         let registry = crate::plugin::policy::registry(&config.external_policies, config.viewport);
         let policies = config
             .policies
             .iter()
             .map(|p| registry.build(p).map_err(|e| anyhow!(e)))
             .collect::<Result<Vec<_>>>()?;
-        let pages = browser.page_pool(
+        let browsers = Browsers::launch(
+            chromium,
+            config.liveness,
             config.viewport,
             config.jobs,
             format!("{}/warm", server.base_url()),
-        );
+        )
+        .await?;
         Ok(Harness {
             env: Arc::new(Engine {
-                pages,
-                browser: Arc::new(browser),
+                browsers,
                 server: Arc::new(server),
                 scorer: Arc::new(Scorer::new(key)),
                 policies: Arc::new(policies),
                 policy_registry: registry,
                 timing: config.timing,
+                liveness: config.liveness,
                 viewport: config.viewport,
             }),
         })
@@ -130,10 +140,7 @@ impl Harness {
     /// Stops the browser and the server.
     pub async fn shutdown(self) {
         if let Ok(env) = Arc::try_unwrap(self.env) {
-            drop(env.pages);
-            if let Ok(browser) = Arc::try_unwrap(env.browser) {
-                browser.close().await;
-            }
+            env.browsers.shutdown().await;
             if let Ok(server) = Arc::try_unwrap(env.server) {
                 server.shutdown().await;
             }
@@ -230,7 +237,7 @@ async fn run_with(
         Some(d) => d,
         None => decisions::record_missing(config, &req.out, &env).await?,
     };
-    let chromium_version = env.browser.version().to_string();
+    let chromium_version = env.browsers.current().handle.version().to_string();
 
     // Every item of the run, fixed by the config; a shard keeps its part.
     let mut specs = detection::specs(config, &decisions.0);
@@ -273,6 +280,7 @@ async fn run_with(
             "faults": config.faults,
             "decisions": decisions.1,
             "decisions_sha256": decisions_sha256(config, &decisions.0),
+            "settle": config.timing.settle_mode(),
             "recovery": config.recovery.enabled.then(|| json!({
                 "layouts": config.recovery.layouts,
                 "policies": config.recovery.policies,
@@ -322,7 +330,25 @@ async fn run_with(
     let analysis = faultline_analysis::report::default_config(db)?;
     let files = faultline_analysis::report::write_all(db, &req.out, &req.out, &analysis)?;
     let view = faultline_viewer::generate(&req.out, &req.out.join("view"))?;
+    // A phase where every item failed for infrastructure reasons (no browser, no
+    // working model endpoint) measured nothing: that is a failed run, report or not.
+    for (name, phase) in [
+        ("detection", Some(&detection)),
+        ("recovery", recovery.as_ref()),
+    ] {
+        if let Some(p) = phase.filter(|p| p.run > 0 && p.failed == p.run) {
+            bail!(
+                "the {name} phase measured nothing: all {} of its items failed for infrastructure reasons (listed in {}); fix the cause and run again with --resume",
+                p.run,
+                files.report_md.display()
+            );
+        }
+    }
     Ok(RunSummary {
+        infra_failures: detection.infra_failures
+            + recovery.as_ref().map_or(0, |r| r.infra_failures),
+        failed_items: detection.failed + recovery.as_ref().map_or(0, |r| r.failed),
+        browser_restarts: env.browsers.restarts(),
         out: req.out.clone(),
         trials_total: detection.total,
         trials_run: detection.run,

@@ -21,12 +21,16 @@ use tokio::task::JoinSet;
 pub struct PhaseSummary {
     /// Items of the phase, stored before or now.
     pub total: usize,
-    /// Items run by this invocation.
+    /// Items run now (stored, or failed for infrastructure reasons).
     pub run: usize,
     /// Items already stored (skipped on resume).
     pub skipped: usize,
     /// Wall-clock time of the phase.
     pub wall: Duration,
+    /// Failed attempts that were retried or given up on (infrastructure failures).
+    pub infra_failures: usize,
+    /// Items that failed every attempt: listed, not stored; `--resume` tries them again.
+    pub failed: usize,
 }
 
 /// Of a phase's `items` (fixed before anything runs), those not yet stored, at most
@@ -216,6 +220,8 @@ where
         run,
         skipped,
         wall: started.elapsed(),
+        infra_failures: 0,
+        failed: 0,
     })
 }
 

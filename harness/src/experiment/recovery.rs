@@ -2,12 +2,13 @@
 //! the policy's feedback; and the rows an episode is stored as.
 
 use super::phase::{pending, run_phase, PhaseSummary};
+use super::retry::{with_retries, Attempted};
 use super::RunRequest;
 use crate::agent::Agent;
 use crate::engine::episode::{run_episode, EpisodeResult, EpisodeSpec};
 use crate::engine::Engine;
 use anyhow::{anyhow, Context, Result};
-use faultline_analysis::db::{EpisodeRow, EpisodeStepRow, ResultsDb};
+use faultline_analysis::db::{EpisodeRow, EpisodeStepRow, InfraErrorRow, ResultsDb};
 use faultline_faults::{Fault, FaultPlan};
 use faultline_policies::VerificationPolicy;
 use faultline_tasks::seed::derive;
@@ -99,7 +100,9 @@ pub async fn run(
     let finished = db.finished_episode_keys()?;
     let (total, skipped, todo) = pending(tasks, |t| &t.key, &finished, req.max_episodes);
     let limits = rc.limits;
-    run_phase(
+    let retries = env.liveness.retries;
+    let (mut infra_failures, mut failed) = (0, 0);
+    let mut summary = run_phase(
         req.progress,
         "recovery ",
         (total, skipped),
@@ -118,15 +121,31 @@ pub async fn run(
                     limits,
                     seed: task.seed,
                 };
-                let result = run_episode(&env, &spec)
+                // A browser, renderer or page failure is retried on a fresh page (and a
+                // new browser when it died), a bounded number of times.
+                let result = with_retries(&env, &task.key, retries, || run_episode(&env, &spec))
                     .await
                     .with_context(|| format!("episode {}", task.key))?;
                 Ok((task, agent.name().to_string(), result))
             }
         },
-        |(task, agent_name, result)| store_episode(db, shots, &task, &agent_name, result),
+        |(task, agent_name, result)| match result {
+            Attempted::Done(r, failures) => {
+                infra_failures += failures.len();
+                store_episode(db, shots, &task, &agent_name, r, failures)
+            }
+            Attempted::Failed(failures) => {
+                infra_failures += failures.len();
+                failed += 1;
+                db.insert_infra_errors(&failures)
+                    .with_context(|| format!("writing {}", db.path().display()))
+            }
+        },
     )
-    .await
+    .await?;
+    summary.infra_failures = infra_failures;
+    summary.failed = failed;
+    Ok(summary)
 }
 
 /// Stores a finished episode: its screenshots, its row and its steps.
@@ -136,25 +155,23 @@ fn store_episode(
     task: &EpisodeTask,
     agent: &str,
     r: EpisodeResult,
+    mut failed_attempts: Vec<InfraErrorRow>,
 ) -> Result<()> {
     // The policy could not judge: nothing was measured. The error is stored (and
     // reported); the episode is not, so a resumed run tries it again.
     if let Some(e) = &r.infra_error {
-        return db.insert_infra_errors(&[crate::plugin::policy::infra_row(
-            &task.key,
-            &task.policy,
-            e,
-        )]);
+        failed_attempts.push(crate::plugin::policy::infra_row(&task.key, &task.policy, e));
+        return db.insert_infra_errors(&failed_attempts);
     }
     let stem = task.key.replace('/', "-");
-    std::fs::write(shots.join(format!("{stem}.before.png")), &r.before.png)?;
+    super::detection::write_shot(&shots.join(format!("{stem}.before.png")), &r.before.png)?;
     let d = &task.decision;
     let mut steps = Vec::new();
     for s in &r.steps {
         let screenshot = match &s.observation {
             Some(o) => {
                 let name = format!("{stem}.s{}.png", s.step);
-                std::fs::write(shots.join(&name), &o.png)?;
+                super::detection::write_shot(&shots.join(&name), &o.png)?;
                 Some(format!("shots/{name}"))
             }
             None => None,
@@ -207,5 +224,6 @@ fn store_episode(
         ledger: serde_json::to_string(&r.ledger)?,
         duration_ms: r.duration_ms,
     };
-    db.insert_episode(&row, &steps)
+    db.insert_episode_with_infra(&row, &steps, &failed_attempts)
+        .with_context(|| format!("writing {}", db.path().display()))
 }

@@ -18,7 +18,11 @@
 //! **Merge.** [`merge`] checks that the shard directories agree (the config identity,
 //! commit, version, decisions and Chromium version; a mismatch names the shard and the
 //! field), that shards 1 to N are each present exactly once, and that every assigned item
-//! is stored exactly once (a missing or doubled item is named); then it copies every
+//! is stored exactly once (a missing or doubled item is named) — or, when every attempt
+//! at it failed for infrastructure reasons (the browser died, the model endpoint was
+//! down, ...), is listed as such in its shard: such an item is merged as a listed
+//! failure (the report's harness section, `infra_retries.csv`), never as a result, and
+//! the merge says how many there were; then it copies every
 //! table's rows into one fresh database (table by table from `sqlite_master`, so tables
 //! added later are merged too), copies the screenshots, and writes the report and the
 //! viewer. The tables are computed from sorted rows, so the merged CSVs are byte for byte
@@ -162,6 +166,10 @@ pub struct MergeSummary {
     pub trials: u64,
     /// Recovery episodes in the merged database.
     pub episodes: u64,
+    /// Items a shard finished without storing because every attempt failed for
+    /// infrastructure reasons: merged as listed failures (in the report's harness
+    /// section and `infra_retries.csv`), never as results.
+    pub failed_items: Vec<String>,
     /// The merged run's `report.md`.
     pub report: PathBuf,
     /// The merged run's trace viewer `index.html`.
@@ -177,6 +185,8 @@ struct ShardDir {
     assigned: BTreeSet<String>,
     total_items: usize,
     stored: BTreeSet<String>,
+    /// Items not stored whose every attempt failed for infrastructure reasons.
+    failed: BTreeSet<String>,
 }
 
 impl ShardDir {
@@ -201,6 +211,13 @@ impl ShardDir {
             .ok_or_else(|| usage("no shard_total_items in meta".into()))?;
         let mut stored = db.finished_keys()?;
         stored.extend(db.finished_episode_keys()?);
+        let failed = db
+            .infra_errors()?
+            .into_iter()
+            .filter(|e| e.policy == faultline_analysis::infra::HARNESS)
+            .map(|e| e.item_key)
+            .filter(|k| !stored.contains(k))
+            .collect();
         Ok(ShardDir {
             dir: dir.to_path_buf(),
             shard,
@@ -209,6 +226,7 @@ impl ShardDir {
             assigned,
             total_items,
             stored,
+            failed,
         })
     }
 
@@ -300,7 +318,12 @@ fn check(shards: &[ShardDir]) -> Result<()> {
         }
     }
     for s in shards {
-        if let Some(key) = s.assigned.difference(&s.stored).next() {
+        // An item that failed for good for infrastructure reasons is listed, not missing.
+        if let Some(key) = s
+            .assigned
+            .difference(&s.stored)
+            .find(|k| !s.failed.contains(*k))
+        {
             return fail(format!(
                 "item `{key}` missing from {}: the shard did not finish ({} of {} items stored); run it again with --shard {} to resume",
                 s.name(),
@@ -377,6 +400,10 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
         shards: shards.len(),
         trials: db.count("trials")?,
         episodes: db.count("episodes")?,
+        failed_items: shards
+            .iter()
+            .flat_map(|s| s.failed.iter().cloned())
+            .collect(),
         report: files.report_md,
         view: view.index,
     })
@@ -401,6 +428,53 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A one-shard run directory assigned `items`, storing none of them, with a final
+    /// infrastructure failure listed for each of `failed`.
+    fn shard_dir(dir: &Path, items: &[&str], failed: &[&str]) -> ShardDir {
+        let db = ResultsDb::open(&dir.join("results.sqlite")).unwrap();
+        let manifest = serde_json::json!({
+            "shard": { "index": 1, "count": 1 },
+            "faultline_version": "v", "git_commit": "c", "chromium_version": "x",
+            "decisions_sha256": "d", "root_seed": 1,
+        });
+        db.set_meta("manifest", &manifest.to_string()).unwrap();
+        db.set_meta("shard_items", &serde_json::to_string(items).unwrap())
+            .unwrap();
+        db.set_meta("shard_total_items", &items.len().to_string())
+            .unwrap();
+        let mut db = db;
+        let rows: Vec<_> = failed
+            .iter()
+            .map(|k| faultline_analysis::db::InfraErrorRow {
+                item_key: k.to_string(),
+                policy: faultline_analysis::infra::HARNESS.into(),
+                kind: "browser_died".into(),
+                reason: "the browser process exited".into(),
+                stderr_tail: String::new(),
+                attempt: 3,
+            })
+            .collect();
+        db.insert_infra_errors(&rows).unwrap();
+        drop(db);
+        ShardDir::read(dir).unwrap()
+    }
+
+    #[test]
+    fn regression_merge_lists_an_item_that_failed_for_infrastructure_reasons_and_still_refuses_a_missing_one(
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let key = "detection/grid/000/working";
+        // Every attempt failed for infrastructure reasons: listed, not missing.
+        let failed = shard_dir(dir.path(), &[key], &[key]);
+        assert!(failed.failed.contains(key));
+        check(std::slice::from_ref(&failed)).expect("a listed failure is not a missing item");
+        // Nothing stored and nothing listed: missing, as before.
+        let other = tempfile::tempdir().unwrap();
+        let missing = shard_dir(other.path(), &[key], &[]);
+        let e = check(&[missing]).unwrap_err();
+        assert!(e.to_string().contains("missing"), "{e}");
+    }
 
     #[test]
     fn shards_parse_and_come_from_the_schedulers_environment() {

@@ -92,9 +92,9 @@ pub fn reply_from(answer: &Value) -> Result<(String, ActionFormat), (&'static st
 fn agent_error(e: InfraError) -> AgentError {
     let tail = e.stderr_tail.trim_end();
     if tail.is_empty() {
-        AgentError(format!("exec agent {}: {}", e.kind, e.reason))
+        AgentError::new(format!("exec agent {}: {}", e.kind, e.reason))
     } else {
-        AgentError(format!(
+        AgentError::new(format!(
             "exec agent {}: {}; stderr: {tail}",
             e.kind, e.reason
         ))
@@ -126,7 +126,7 @@ impl Agent for ExecAgent {
                 answer
             })
             .await
-            .map_err(|e| AgentError(format!("exec agent: {e}")))?
+            .map_err(|e| AgentError::new(format!("exec agent: {e}")))?
             .map_err(agent_error)?;
             Ok(AgentReply {
                 format,

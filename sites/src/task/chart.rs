@@ -141,9 +141,9 @@ document.querySelectorAll('.bar').forEach(function (bar) {{
   bar.addEventListener('mouseenter', function () {{
     {enter}clearTimeout(timer);
     timer = setTimeout(function show() {{
-      // A harness that captures before the tooltip (the observe fault) holds it until
-      // the capture is done, so the order cannot flip on a loaded machine.
-      if (window.__flHoldTooltip) {{ window.__flHeldTooltip = show; return; }}
+      // The harness holds the tooltip while it captures early (the capture-before-
+      // tooltip fault), so the order cannot depend on how loaded the machine is.
+      if (window.__fl_hold) {{ window.__fl_hold.then(show); return; }}
       var r = bar.getBoundingClientRect();
       tip.textContent = m[2] + ': ' + m[3];
       tip.style.left = (r.left) + 'px';

@@ -14,6 +14,14 @@ use faultline_tasks::{Action, CoordinateSpace, Point};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
+/// Makes the page hold its tooltip (the chart's tooltip timer waits on the promise).
+pub const HOLD_TOOLTIP: &str =
+    "window.__fl_hold = new Promise(function (r) { window.__fl_release = r; }); true";
+
+/// Lets the page show its tooltip again.
+pub const RELEASE_TOOLTIP: &str =
+    "(function () { var r = window.__fl_release; window.__fl_hold = null; window.__fl_release = null; if (r) r(); return true; })()";
+
 /// One dispatched action.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Executed {
@@ -45,6 +53,8 @@ pub struct Execution {
     pub hovered: bool,
     /// The page clock at the hover, read only when the observe fault needs it.
     pub hover_clock: Option<f64>,
+    /// Whether the page holds its tooltip until the observe stage releases it.
+    pub holds_tooltip: bool,
     /// Milliseconds the reply itself waited (counted against the settle wait).
     pub waited_ms: u64,
     /// The execute hook's witness, when the fault fired here.
@@ -112,16 +122,20 @@ impl RoundTrip {
                 Action::Hover { .. } => {
                     let p = viewport_point.expect("hovers have points");
                     x.last_pointer_into_iframe = false;
-                    let early_capture = self
+                    let early = self
                         .fault
                         .as_ref()
                         .is_some_and(FaultPlan::skips_hover_settle);
-                    if early_capture {
-                        self.page.eval(super::observe::HOLD_TOOLTIP).await?;
+                    if early && !x.holds_tooltip {
+                        // The capture comes strictly before the tooltip: the page holds
+                        // its tooltip until the harness has captured (released in the
+                        // observe stage), however slow the machine is.
+                        self.page.eval(HOLD_TOOLTIP).await?;
+                        x.holds_tooltip = true;
                     }
                     self.page.hover(p).await?;
                     x.hovered = true;
-                    if early_capture {
+                    if early {
                         x.hover_clock = Some(self.page.page_now().await?);
                     }
                     let m = format!("Moved the mouse to {p}.");
@@ -144,6 +158,10 @@ impl RoundTrip {
                     let ok = format!("Pressed {key}.");
                     match self.page.press(key).await {
                         Ok(()) => (ok.clone(), ok),
+                        // A dead browser or page is the harness's failure, not the key's.
+                        Err(e) if crate::engine::liveness::InfraFailure::find(&e).is_some() => {
+                            return Err(e)
+                        }
                         Err(e) => (format!("Error: {e}"), ok),
                     }
                 }
@@ -153,9 +171,17 @@ impl RoundTrip {
                     (m.clone(), m)
                 }
                 Action::Wait { ms } => {
-                    tokio::time::sleep(Duration::from_millis(*ms)).await;
-                    x.waited_ms += ms;
-                    let m = format!("Waited {ms} ms.");
+                    // A reply cannot hold the harness for as long as it likes.
+                    let waited = (*ms).min(self.max_wait_ms);
+                    tokio::time::sleep(Duration::from_millis(waited)).await;
+                    x.waited_ms += waited;
+                    let m = if waited < *ms {
+                        format!(
+                            "Waited {waited} ms (the {ms} ms asked for is capped at {waited} ms)."
+                        )
+                    } else {
+                        format!("Waited {ms} ms.")
+                    };
                     (m.clone(), m)
                 }
                 Action::Answer { value } => {

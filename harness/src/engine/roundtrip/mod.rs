@@ -22,6 +22,7 @@ pub use execute::Executed;
 pub use parse::{parse_stage, ReplyError, SPECIAL_TOKENS};
 
 use crate::engine::browser::TrialPage;
+use crate::engine::liveness::{InfraFailure, InfraKind};
 use anyhow::Result;
 use faultline_faults::{BeforeAct, FaultPlan, Witness};
 use faultline_policies::{Observation, PageState};
@@ -38,6 +39,44 @@ pub struct Timing {
     /// How long the observe stage waits for a navigation the action started before it
     /// reports the page as not loaded and observes what is there.
     pub navigation_timeout_ms: u64,
+    /// The `stable` settle mode, when chosen: instead of the fixed settle waits, wait
+    /// until the DOM has not changed for a number of sampling windows, up to a cap.
+    /// Absent (the fixed settle) from a stored config, so fixed-settle runs keep their
+    /// identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stable: Option<StableSettle>,
+}
+
+/// The `stable` settle mode: the DOM unchanged (no mutation of the top document) for
+/// `windows` consecutive sampling windows of `window_ms`, or `cap_ms` at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StableSettle {
+    /// The length of one sampling window, in milliseconds.
+    pub window_ms: u64,
+    /// Consecutive windows without a DOM change that end the wait.
+    pub windows: u32,
+    /// The longest wait, in milliseconds.
+    pub cap_ms: u64,
+}
+
+impl Default for StableSettle {
+    fn default() -> Self {
+        StableSettle {
+            window_ms: 100,
+            windows: 3,
+            cap_ms: 3000,
+        }
+    }
+}
+
+impl Timing {
+    /// `fixed` or `stable`: the settle mode, as the manifest records it.
+    pub fn settle_mode(&self) -> &'static str {
+        match self.stable {
+            None => "fixed",
+            Some(_) => "stable",
+        }
+    }
 }
 
 impl Default for Timing {
@@ -46,6 +85,7 @@ impl Default for Timing {
             settle_ms: 120,
             hover_settle_ms: 1400,
             navigation_timeout_ms: 4000,
+            stable: None,
         }
     }
 }
@@ -96,6 +136,10 @@ pub struct RoundTrip {
     pub timing: Timing,
     /// Every capture so far; the session hands them to the ledger.
     pub marks: Vec<CaptureMark>,
+    /// The longest `wait(ms)` a reply may ask for (longer waits are cut to it).
+    pub max_wait_ms: u64,
+    /// The renderer-crash fault's witness, until a step reports it.
+    crash_witness: Option<Witness>,
     /// The layout on the page (for faults whose parameters depend on it).
     layout: Layout,
     before_act_done: bool,
@@ -116,6 +160,8 @@ impl RoundTrip {
             image,
             timing,
             marks: Vec::new(),
+            max_wait_ms: crate::engine::episode::EpisodeLimits::default().max_wait_ms,
+            crash_witness: None,
             layout: layout.clone(),
             before_act_done: false,
         }
@@ -184,7 +230,76 @@ impl RoundTrip {
 
     /// Runs already parsed actions, whose points are in `space`, through execute ->
     /// feedback -> observe. `parse_witness` is the parse stage's witness for them, if any.
+    ///
+    /// When the armed fault broke the page (the renderer-crash fault crashed it, the
+    /// main-thread-hang fault hung it), the step still ends: the tool reports the error
+    /// and the observation is a blank image with no page state. That is the fault's
+    /// measured effect. A page that breaks with no such fault armed is an
+    /// infrastructure failure: the error is returned (the item is retried).
     pub async fn act(
+        &mut self,
+        actions: Vec<Action>,
+        space: CoordinateSpace,
+        parse_witness: Option<Witness>,
+    ) -> Result<StepOutcome> {
+        match self
+            .act_on_page(actions.clone(), space, parse_witness)
+            .await
+        {
+            Err(e) => match self.broken_by_fault(&e) {
+                Some(message) => Ok(self.broken_outcome(actions, message)),
+                None => Err(e),
+            },
+            done => done,
+        }
+    }
+
+    /// The error's message when it is the armed fault's effect on the page (a crash
+    /// the renderer-crash fault caused, a hang the main-thread-hang fault caused).
+    fn broken_by_fault(&self, e: &anyhow::Error) -> Option<String> {
+        let fault = self.fault.as_ref()?;
+        let f = InfraFailure::find(e)?;
+        match f.kind {
+            InfraKind::RendererCrashed if fault.crashes_renderer() => Some(
+                "Error: the page crashed (its renderer process is gone); nothing could be observed."
+                    .to_string(),
+            ),
+            InfraKind::Unresponsive if fault.hangs_page() => Some(format!(
+                "Error: the page stopped responding ({}); nothing could be observed.",
+                f.reason
+            )),
+            _ => None,
+        }
+    }
+
+    /// The step's outcome on a page the armed fault broke: the error as the tool's
+    /// message, a blank observation and no page state.
+    fn broken_outcome(&mut self, actions: Vec<Action>, message: String) -> StepOutcome {
+        let answer = actions.iter().rev().find_map(|a| match a {
+            Action::Answer { value } => Some(value.clone()),
+            _ => None,
+        });
+        StepOutcome {
+            actions,
+            executed: Vec::new(),
+            tool_message: message,
+            after: Observation {
+                png: blank_png(self.image),
+                size: self.image,
+                text: String::new(),
+            },
+            after_state: PageState {
+                url: String::new(),
+                frames: Vec::new(),
+            },
+            after_capture: self.last_capture().unwrap_or(0),
+            answer,
+            stop: false,
+            witness: self.crash_witness.take(),
+        }
+    }
+
+    async fn act_on_page(
         &mut self,
         actions: Vec<Action>,
         space: CoordinateSpace,
@@ -197,6 +312,14 @@ impl RoundTrip {
         }
         let mut execution = self.execute(&actions, space).await?;
         witness = witness.or(execution.witness.take());
+        // The renderer-crash fault: the page's renderer dies right after the action.
+        if let Some(fault) = self.fault.filter(|f| f.crashes_renderer()) {
+            if actions.iter().any(Action::is_browser_action) && self.page.crashed().is_none() {
+                self.page.crash_renderer().await?;
+                let reported = self.page.crashed().unwrap_or_default();
+                self.crash_witness = fault.crash_witness(&reported);
+            }
+        }
         let load_error = self.settle(&actions, &execution).await?;
         let (tool_message, feedback_witness) = feedback::report(
             self.fault.as_ref(),
@@ -206,6 +329,9 @@ impl RoundTrip {
         );
         witness = witness.or(feedback_witness);
         let capture = self.capture().await?;
+        if execution.holds_tooltip {
+            self.page.eval(execute::RELEASE_TOOLTIP).await?;
+        }
         witness = witness.or(self
             .capture_witness(execution.hover_clock, &capture)
             .await?);
@@ -225,4 +351,13 @@ impl RoundTrip {
             witness,
         })
     }
+}
+
+/// A blank (black) PNG of `size`: the observation of a page that is gone.
+fn blank_png(size: Size) -> Vec<u8> {
+    let img = image::RgbImage::new(size.width, size.height);
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png)
+        .expect("encoding a blank PNG in memory");
+    out.into_inner()
 }

@@ -14,17 +14,6 @@ use faultline_faults::{FaultPlan, Witness};
 use faultline_tasks::Action;
 use std::time::Duration;
 
-/// Evaluated before the hover of an early capture (`observe.capture_before_tooltip`):
-/// the page's tooltip timer, should it fire, parks the tooltip instead of showing it.
-/// The fault means "captured before the tooltip appeared"; enforcing that order, rather
-/// than racing the page's 600-900 ms timer, keeps it true on a loaded machine, where the
-/// hover and the capture may be a second apart.
-pub(super) const HOLD_TOOLTIP: &str = "window.__flHoldTooltip = true";
-
-/// Evaluated once the early capture is done: a parked tooltip is shown now, a pending
-/// timer shows it when it fires.
-const RELEASE_TOOLTIP: &str = "(() => { window.__flHoldTooltip = false; const show = window.__flHeldTooltip; window.__flHeldTooltip = null; if (show) show(); })()";
-
 impl RoundTrip {
     /// Waits for the page to settle after the actions; returns the load error the tool
     /// reports when a navigation did not finish in time.
@@ -50,8 +39,13 @@ impl RoundTrip {
             0
         };
         let settle = settle.saturating_sub(execution.waited_ms);
-        if settle > 0 {
-            tokio::time::sleep(Duration::from_millis(settle)).await;
+        match self.timing.stable {
+            // The stable mode replaces every settle wait the fixed mode would make.
+            Some(st) if settle > 0 => {
+                self.page.wait_stable(st).await?;
+            }
+            _ if settle > 0 => tokio::time::sleep(Duration::from_millis(settle)).await,
+            _ => {}
         }
         // Only clicks and keys can start a navigation worth waiting for.
         let may_navigate = actions.iter().any(|a| {
@@ -102,7 +96,6 @@ impl RoundTrip {
         let (Some(hover_at), Some(fault)) = (hover_clock, &self.fault) else {
             return Ok(None);
         };
-        self.page.eval(RELEASE_TOOLTIP).await?;
         const SHOWN_AT: &str = "(() => { const t = document.querySelector('[role=\"tooltip\"]'); return t && !t.hidden && t.dataset.shownAt ? Number(t.dataset.shownAt) : null; })()";
         let deadline =
             tokio::time::Instant::now() + Duration::from_millis(self.timing.hover_settle_ms);

@@ -1,0 +1,110 @@
+//! Bounded retries of an item interrupted by an infrastructure failure, apart from
+//! everything that is measured.
+//!
+//! A trial or an episode that fails because the browser died, its renderer crashed
+//! (when no fault of the catalogue crashed it), a page stopped answering, the fixture
+//! page could not be loaded or the model endpoint could not be reached has measured
+//! nothing. It is tried again, up to `liveness.retries` more times (a dead browser is
+//! first replaced, within `liveness.browser_restarts` per run; a dead model endpoint is
+//! not retried within the run: the agent already retried it with backoff). Every failed
+//! attempt is stored in `infra_errors` under the policy name [`HARNESS`], with its kind,
+//! reason and attempt number:
+//!
+//! - an item that then succeeds is stored as usual, with its failed attempts in the same
+//!   transaction; its result is exactly what an undisturbed run gives (a fresh page, the
+//!   same seed);
+//! - an item that fails every attempt is not stored as a trial or an episode (so it is
+//!   in no denominator) and is listed as a final infrastructure failure; a resumed run
+//!   tries it again.
+//!
+//! Neither is ever a verdict, a detection, a recovery or a false alarm.
+
+use crate::engine::liveness::{InfraFailure, InfraKind};
+use crate::engine::{Engine, Generation};
+use anyhow::Result;
+use faultline_analysis::db::InfraErrorRow;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The `policy` of an `infra_errors` row the harness itself (not a policy) failed on.
+pub const HARNESS: &str = faultline_analysis::infra::HARNESS;
+
+/// How an item ended after its attempts.
+pub enum Attempted<R> {
+    /// It finished (possibly after failed attempts, listed).
+    Done(R, Vec<InfraErrorRow>),
+    /// Every attempt failed for an infrastructure reason (each listed).
+    Failed(Vec<InfraErrorRow>),
+}
+
+/// Runs `attempt` for item `key` until it succeeds, fails for a reason that is not worth
+/// retrying now, or has been tried `1 + retries` times. Fails only when the browser died
+/// and no new one may be started (the run stops; `--resume` continues it).
+pub async fn with_retries<R, Fut>(
+    env: &Arc<Engine>,
+    key: &str,
+    retries: u32,
+    mut attempt: impl FnMut() -> Fut,
+) -> Result<Attempted<R>>
+where
+    Fut: Future<Output = Result<R>>,
+{
+    let mut failures = Vec::new();
+    for n in 1..=retries + 1 {
+        let generation = env.browsers.current();
+        let e = match attempt().await {
+            Ok(r) => return Ok(Attempted::Done(r, failures)),
+            Err(e) => e,
+        };
+        let f = classify(&e, &generation).await;
+        tracing::warn!(item = key, attempt = n, kind = %f.kind, "{}", f.reason);
+        failures.push(InfraErrorRow {
+            item_key: key.to_string(),
+            policy: HARNESS.to_string(),
+            kind: f.kind.name().to_string(),
+            reason: f.reason.clone(),
+            stderr_tail: String::new(),
+            attempt: n,
+        });
+        match f.kind {
+            InfraKind::BrowserDied => {
+                env.browsers.restart(generation.id).await?;
+                eprintln!(
+                    "faultline: {key}: {}; started a new browser (restart {} of at most {})",
+                    f.reason,
+                    env.browsers.restarts(),
+                    env.liveness.browser_restarts
+                );
+            }
+            // The agent already retried with backoff; a resumed run tries again.
+            InfraKind::AgentEndpoint => break,
+            _ => {}
+        }
+    }
+    Ok(Attempted::Failed(failures))
+}
+
+/// What an attempt's error was. A browser found dead (now, or within a short grace: the
+/// process exit can be noticed a moment after the failed call) explains any error; an
+/// error that names no infrastructure failure is the harness's own.
+async fn classify(e: &anyhow::Error, generation: &Generation) -> InfraFailure {
+    let found = InfraFailure::find(e).cloned();
+    if found.as_ref().map(|f| f.kind) == Some(InfraKind::AgentEndpoint) {
+        return found.expect("just matched");
+    }
+    let vital = generation.handle.vital();
+    if found.as_ref().map(|f| f.kind) != Some(InfraKind::BrowserDied) {
+        let _ = tokio::time::timeout(Duration::from_millis(300), vital.died()).await;
+    }
+    if let Some(why) = vital.dead() {
+        return match found {
+            Some(f) if f.kind == InfraKind::BrowserDied => f,
+            _ => InfraFailure::new(InfraKind::BrowserDied, format!("{why} ({e:#})")),
+        };
+    }
+    match found {
+        Some(f) => InfraFailure::new(f.kind, format!("{e:#}")),
+        None => InfraFailure::new(InfraKind::Harness, format!("{e:#}")),
+    }
+}

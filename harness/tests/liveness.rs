@@ -1,0 +1,662 @@
+//! Liveness and the harness's own recovery, on real Chromium: a browser killed mid-run
+//! is replaced and the run's tables equal an undisturbed run's; a stopped renderer is
+//! found unresponsive within its deadline; a crashed renderer is noticed at once; an
+//! unreachable model endpoint is an infrastructure failure (not a failed recovery),
+//! retried on resume; replies' waits are capped and episodes have a wall-clock limit.
+//! No Chromium process and no profile directory outlives any of them.
+
+mod common;
+
+use faultline::config::{self, ConfigText, Overrides};
+use faultline::engine::browser::{find_chromium, BrowserHandle};
+use faultline::engine::liveness::{InfraFailure, InfraKind, Liveness};
+use faultline::experiment::RunRequest;
+use faultline_analysis::db::ResultsDb;
+use faultline_sites::FixtureServer;
+use faultline_tasks::Size;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// One test at a time: each checks that no browser or profile directory of this process
+/// is left, which a concurrent test's live browser would spoil.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const CONFIG: &str = r#"
+tasks = ["grid", "frame"]
+policies = ["unverified", "generic", "pixel", "outcome"]
+decisions = "auto"
+faults = ["reference"]
+layouts = 2
+jobs = 2
+[recovery]
+enabled = true
+layouts = 2
+policies = ["unverified", "outcome"]
+runs = 1
+agent = "scripted"
+"#;
+
+const TABLES: [&str; 8] = [
+    "detection.csv",
+    "layers.csv",
+    "false_alarms.csv",
+    "comparisons.csv",
+    "recovery.csv",
+    "recovery_summary.csv",
+    "detection_recovery.csv",
+    "recovery_comparisons.csv",
+];
+
+/// Processes whose parent is this test process and whose command line names a
+/// faultline profile directory: the browsers this process started.
+fn our_browsers() -> Vec<u32> {
+    let me = std::process::id().to_string();
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() < 2 || fields[0] == "Z" || fields[1] != me {
+            continue;
+        }
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmd).contains("faultline-chromium-") {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Processes of process group `pgid` whose command line contains `needle`.
+fn group_processes(pgid: u32, needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string() {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmd).contains(needle) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// The faultline profile directories in the temp dir.
+fn profile_dirs() -> BTreeSet<PathBuf> {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("faultline-chromium-"))
+        })
+        .collect()
+}
+
+/// Waits (a few seconds at most) until no browser of this process and no profile
+/// directory that was not there `before` is left, and fails if one is.
+fn assert_nothing_left(before: &BTreeSet<PathBuf>) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let browsers = our_browsers();
+        let dirs: Vec<PathBuf> = profile_dirs().difference(before).cloned().collect();
+        if browsers.is_empty() && dirs.is_empty() {
+            return;
+        }
+        if Instant::now() > deadline {
+            panic!("left behind: browsers {browsers:?}, profile directories {dirs:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn request(out: &Path, text: &str, resume: bool) -> RunRequest {
+    let text = ConfigText {
+        name: "liveness.toml".into(),
+        text: text.into(),
+    };
+    let overrides = Overrides::default();
+    let config = config::resolve(&text, &overrides).unwrap();
+    RunRequest {
+        out: out.to_path_buf(),
+        resume,
+        config,
+        config_text: text,
+        overrides,
+        max_trials: None,
+        max_episodes: None,
+        progress: false,
+        shard: None,
+    }
+}
+
+fn count(db: &Path, table: &str) -> u64 {
+    ResultsDb::open_read_only(db)
+        .and_then(|d| d.count(table))
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_a_browser_killed_mid_detection_and_mid_recovery_is_replaced_and_the_tables_match_an_undisturbed_run(
+) {
+    let _serial = SERIAL.lock().await;
+    let before = profile_dirs();
+    let dir = tempfile::tempdir().unwrap();
+    let calm = dir.path().join("calm");
+    let killed = dir.path().join("killed");
+    faultline::experiment::run(request(&calm, CONFIG, false))
+        .await
+        .expect("the undisturbed run succeeds");
+    assert_nothing_left(&before);
+
+    // Kill the browser once the detection phase has stored 3 trials, and again once the
+    // recovery phase has stored 2 episodes.
+    let db = killed.join("results.sqlite");
+    let killer = std::thread::spawn(move || {
+        let mut kills = Vec::new();
+        for (table, at) in [("trials", 3), ("episodes", 2)] {
+            let deadline = Instant::now() + Duration::from_secs(240);
+            while count(&db, table) < at && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            // The browser's main process is the one this process started.
+            for pid in our_browsers() {
+                // SAFETY: kill only sends a signal to a process this test's run started.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                kills.push((table, pid));
+            }
+        }
+        kills
+    });
+    let summary = faultline::experiment::run(request(&killed, CONFIG, false))
+        .await
+        .expect("the run completes although its browser was killed twice");
+    let kills = killer.join().unwrap();
+    assert_eq!(
+        kills.len(),
+        2,
+        "one browser killed in each phase: {kills:?}"
+    );
+    assert_eq!(summary.browser_restarts, 2, "a new browser after each kill");
+    assert!(summary.infra_failures >= 2, "{}", summary.infra_failures);
+    assert_eq!(
+        summary.failed_items, 0,
+        "every interrupted item was retried"
+    );
+    for table in TABLES {
+        assert_eq!(
+            std::fs::read_to_string(calm.join(table)).unwrap(),
+            std::fs::read_to_string(killed.join(table)).unwrap(),
+            "{table} differs from the undisturbed run's"
+        );
+    }
+    // The retries are stored and listed apart.
+    let db = ResultsDb::open_read_only(&killed.join("results.sqlite")).unwrap();
+    let rows = db.infra_errors().unwrap();
+    assert!(rows.iter().all(|r| r.policy == "harness"));
+    for phase in ["detection/", "recovery/"] {
+        assert!(
+            rows.iter()
+                .any(|r| r.item_key.starts_with(phase) && r.kind == "browser_died"),
+            "no browser_died retry in {phase}: {rows:?}"
+        );
+    }
+    let retries = std::fs::read_to_string(killed.join("infra_retries.csv")).unwrap();
+    assert!(retries.starts_with("phase,kind,failed_attempts,items,completed_after_retry,failed\n"));
+    assert!(retries.contains("detection,browser_died,"), "{retries}");
+    assert!(retries.contains("recovery,browser_died,"), "{retries}");
+    let report = std::fs::read_to_string(killed.join("report.md")).unwrap();
+    assert!(report.contains("## Harness infrastructure failures"));
+    assert!(!calm.join("infra_retries.csv").exists());
+    drop(db);
+    assert_nothing_left(&before);
+}
+
+/// A browser, a fixture server and one fresh page showing a task page.
+async fn one_page(
+    liveness: Liveness,
+) -> (
+    BrowserHandle,
+    faultline::engine::browser::PagePool,
+    faultline::engine::browser::TrialPage,
+    FixtureServer,
+) {
+    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
+    let browser = BrowserHandle::launch_with(&find_chromium(None).unwrap(), liveness)
+        .await
+        .unwrap();
+    let pool = browser.page_pool(
+        Size::new(1200, 800),
+        1,
+        format!("{}/warm", server.base_url()),
+    );
+    let page = pool.take().await.unwrap();
+    page.goto(&format!("{}/warm", server.base_url()))
+        .await
+        .unwrap();
+    (browser, pool, page, server)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_a_stopped_renderer_is_detected_as_unresponsive_within_its_deadline() {
+    let _serial = SERIAL.lock().await;
+    let before = profile_dirs();
+    let liveness = Liveness {
+        call_timeout_ms: 1500,
+        ..Liveness::default()
+    };
+    let (browser, pool, page, server) = one_page(liveness).await;
+    assert_eq!(page.eval("1 + 1").await.unwrap(), serde_json::json!(2));
+    // What an infinite loop or a reclaimed process looks like from outside: every
+    // renderer of this browser stops.
+    let renderers = group_processes(browser.pid().unwrap(), "--type=renderer");
+    assert!(!renderers.is_empty());
+    for pid in &renderers {
+        // SAFETY: only signals renderers of the browser this test started.
+        unsafe { libc::kill(*pid as libc::pid_t, libc::SIGSTOP) };
+    }
+    let started = Instant::now();
+    let e = page.eval("1 + 1").await.unwrap_err();
+    let took = started.elapsed();
+    for pid in &renderers {
+        // SAFETY: as above.
+        unsafe { libc::kill(*pid as libc::pid_t, libc::SIGCONT) };
+    }
+    let f = InfraFailure::find(&e).unwrap_or_else(|| panic!("not an infra failure: {e:#}"));
+    assert_eq!(f.kind, InfraKind::Unresponsive, "{f}");
+    assert!(
+        took >= Duration::from_millis(1400) && took < Duration::from_millis(4000),
+        "detected after {took:?} with a 1.5 s deadline"
+    );
+    drop(page);
+    drop(pool);
+    browser.close().await;
+    server.shutdown().await;
+    assert_nothing_left(&before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_a_crashed_renderer_and_a_dead_browser_are_noticed_at_once_not_after_a_timeout()
+{
+    let _serial = SERIAL.lock().await;
+    let before = profile_dirs();
+    let liveness = Liveness {
+        call_timeout_ms: 20_000,
+        ..Liveness::default()
+    };
+    let (browser, pool, page, server) = one_page(liveness).await;
+    let started = Instant::now();
+    page.crash_renderer().await.unwrap();
+    assert!(page.crashed().is_some());
+    let e = page.eval("1").await.unwrap_err();
+    assert_eq!(
+        InfraFailure::find(&e).map(|f| f.kind),
+        Some(InfraKind::RendererCrashed),
+        "{e:#}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(page);
+
+    // The browser process killed: the next wait for a page ends at once.
+    let started = Instant::now();
+    browser.kill();
+    let e = loop {
+        match pool.take().await {
+            Ok(p) => drop(p),
+            Err(e) => break e,
+        }
+        assert!(started.elapsed() < Duration::from_secs(5));
+    };
+    assert_eq!(
+        InfraFailure::find(&e).map(|f| f.kind),
+        Some(InfraKind::BrowserDied),
+        "{e:#}"
+    );
+    assert!(browser.vital().dead().is_some());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(pool);
+    browser.close().await;
+    server.shutdown().await;
+    assert_nothing_left(&before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_an_unreachable_model_endpoint_is_an_infrastructure_failure_retried_on_resume_not_a_failed_recovery(
+) {
+    let _serial = SERIAL.lock().await;
+    let before = profile_dirs();
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let text = format!(
+        r#"
+tasks = ["grid"]
+policies = ["unverified", "outcome"]
+decisions = "auto"
+faults = ["reference"]
+layouts = 1
+jobs = 2
+[recovery]
+enabled = true
+layouts = 1
+policies = ["outcome"]
+runs = 1
+agent = "openai"
+[openai]
+base_url = "http://127.0.0.1:{port}/v1"
+model = "m"
+max_retries = 0
+timeout_ms = 2000
+[cassette]
+mode = "record"
+"#
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let e = faultline::experiment::run(request(&out, &text, false))
+        .await
+        .expect_err("a recovery phase with no working agent is a failed run");
+    assert!(
+        format!("{e:#}").contains("recovery phase measured nothing"),
+        "{e:#}"
+    );
+    let attempts = |out: &Path| {
+        let db = ResultsDb::open_read_only(&out.join("results.sqlite")).unwrap();
+        assert_eq!(
+            db.count("episodes").unwrap(),
+            0,
+            "no episode stored as failed"
+        );
+        assert!(db.count("trials").unwrap() > 0, "detection ran");
+        let rows = db.infra_errors().unwrap();
+        assert!(!rows.is_empty());
+        assert!(rows.iter().all(|r| r.kind == "agent_endpoint"), "{rows:?}");
+        rows.iter().map(|r| r.attempt).max().unwrap()
+    };
+    assert_eq!(attempts(&out), 1, "not retried within the run");
+    // The report lists them apart, and nothing was scored as a failed recovery.
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("| recovery | agent_endpoint |"), "{report}");
+    // --resume tries them again.
+    let e = faultline::experiment::run(request(&out, &text, true))
+        .await
+        .expect_err("still no working agent");
+    assert!(format!("{e:#}").contains("measured nothing"));
+    assert_eq!(
+        attempts(&out),
+        2,
+        "the resumed run tried every episode again"
+    );
+    assert_nothing_left(&before);
+}
+
+/// An agent that never answers (a model endpoint that accepts the request and hangs).
+struct Silent;
+
+impl faultline::agent::Agent for Silent {
+    fn name(&self) -> &str {
+        "silent"
+    }
+
+    fn reply<'a>(
+        &'a self,
+        _view: faultline::agent::AgentView<'a>,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<faultline::agent::AgentReply, faultline::agent::AgentError>,
+    > {
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_a_huge_wait_is_capped_and_an_episode_stops_at_its_wall_clock_limit() {
+    use faultline::engine::episode::{run_episode, EpisodeLimits, EpisodeSpec, StopReason};
+    use faultline::engine::session::Session;
+    use faultline_faults::{Fault, FaultPlan};
+    use faultline_tasks::decision::embedded_default;
+    use faultline_tasks::seed::DEFAULT_ROOT_SEED;
+    use faultline_tasks::{ActionFormat, TaskKind};
+
+    let _serial = SERIAL.lock().await;
+    let before = profile_dirs();
+    let h = common::harness().await;
+    let set = embedded_default().unwrap();
+    let d = set.find(TaskKind::Grid, DEFAULT_ROOT_SEED, 0).unwrap();
+
+    // wait(3600000) runs for the cap, and the tool says so.
+    let layout = d.layout();
+    let mut session = Session::open(&h.env, &layout, None, d.image).await.unwrap();
+    session.rt().max_wait_ms = 200;
+    let started = Instant::now();
+    let step = session
+        .rt()
+        .step("wait(3600000)", ActionFormat::Faultline, None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        step.tool_message.contains("capped at 200 ms"),
+        "{}",
+        step.tool_message
+    );
+    drop(session.finish());
+
+    // An agent that never answers: the episode ends at its time limit.
+    let policy = faultline_policies::Registry::default()
+        .build("outcome")
+        .unwrap();
+    let spec = EpisodeSpec {
+        decision: d,
+        fault: FaultPlan::new(Fault::UnscaledCoordinates, 1),
+        policy: policy.as_ref(),
+        agent: &Silent,
+        limits: EpisodeLimits {
+            time_limit_ms: 3000,
+            ..EpisodeLimits::default()
+        },
+        seed: 1,
+    };
+    let started = Instant::now();
+    let r = run_episode(&h.env, &spec).await.unwrap();
+    assert_eq!(r.stop_reason, StopReason::TimeLimit);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    h.shutdown().await;
+    assert_nothing_left(&before);
+}
+
+/// The three faults that break the page are measured trials, not infrastructure
+/// failures: each fires with its witness, every built-in policy's verdict is stored, and
+/// nothing lands in `infra_errors`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_renderer_crash_hang_and_never_settling_faults_are_measured_trials_with_stored_verdicts(
+) {
+    let _serial = SERIAL.lock().await;
+    let before = profile_dirs();
+    let text = r#"
+tasks = ["grid", "form"]
+policies = ["unverified", "generic", "pixel", "outcome"]
+decisions = "auto"
+faults = ["tool.renderer_crash", "execution.main_thread_hang", "dom.never_settles"]
+layouts = 1
+jobs = 3
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let summary = faultline::experiment::run(request(&out, text, false))
+        .await
+        .expect("the run succeeds");
+    assert_eq!(summary.infra_failures, 0);
+    let db = ResultsDb::open_read_only(&out.join("results.sqlite")).unwrap();
+    assert!(
+        db.infra_errors().unwrap().is_empty(),
+        "no infrastructure failure"
+    );
+    let trials = db.trials().unwrap();
+    let verdicts = db.verdicts().unwrap();
+    for fault in [
+        "tool.renderer_crash",
+        "execution.main_thread_hang",
+        "dom.never_settles",
+    ] {
+        for task in ["grid", "form"] {
+            let t = trials
+                .iter()
+                .find(|t| t.fault.map(|f| f.id()) == Some(fault) && t.task.name() == task)
+                .unwrap_or_else(|| panic!("no {fault} trial on {task}"));
+            assert_eq!(t.fired, Some(true), "{fault} on {task} did not fire");
+            let w = t.witness.as_deref().unwrap();
+            assert!(w.contains(fault), "{w}");
+            let n = verdicts
+                .iter()
+                .filter(|v| v.trial_key == t.trial_key)
+                .count();
+            assert_eq!(n, 4, "{fault} on {task}: every built-in policy judged");
+            if fault != "dom.never_settles" {
+                assert!(!t.truth_achieved, "{fault} on {task}: {}", t.truth_detail);
+                // The crash leaves no page; the hung page never becomes ready (DevTools
+                // still reads it between the loop's instructions).
+                let reported = match fault {
+                    "tool.renderer_crash" => "Error: the page crashed",
+                    _ => "Error: the page did not finish loading",
+                };
+                assert!(
+                    t.tool_message.contains(reported),
+                    "{fault} on {task}: the tool reports it: {}",
+                    t.tool_message
+                );
+            } else {
+                assert!(t.truth_achieved, "{fault} on {task}: {}", t.truth_detail);
+            }
+        }
+    }
+    drop(db);
+    assert_nothing_left(&before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stable_settle_hits_its_cap_on_a_page_that_never_settles_and_ends_early_elsewhere() {
+    use faultline::engine::roundtrip::StableSettle;
+    use faultline::engine::session::Session;
+    use faultline_faults::{Fault, FaultPlan};
+    use faultline_tasks::decision::embedded_default;
+    use faultline_tasks::seed::DEFAULT_ROOT_SEED;
+    use faultline_tasks::TaskKind;
+
+    let _serial = SERIAL.lock().await;
+    let before = profile_dirs();
+    let h = common::harness().await;
+    let set = embedded_default().unwrap();
+    let d = set.find(TaskKind::Grid, DEFAULT_ROOT_SEED, 0).unwrap();
+    let layout = d.layout();
+    let st = StableSettle {
+        window_ms: 100,
+        windows: 3,
+        cap_ms: 1500,
+    };
+    for fault in [Some(Fault::NeverSettles), None] {
+        let plan = fault.map(|f| FaultPlan::new(f, 1));
+        let mut session = Session::open(&h.env, &layout, plan, d.image).await.unwrap();
+        let started = Instant::now();
+        let capped = session.rt().page.wait_stable(st).await.unwrap();
+        let took = started.elapsed();
+        match fault {
+            Some(_) => {
+                assert!(capped, "a never-settling page hits the cap");
+                assert!(took >= Duration::from_millis(1500), "{took:?}");
+            }
+            None => {
+                assert!(!capped, "a quiet page settles");
+                assert!(took < Duration::from_millis(1400), "{took:?}");
+            }
+        }
+        drop(session.finish());
+    }
+    h.shutdown().await;
+    assert_nothing_left(&before);
+}
+
+/// The early-capture fault measured under the fixed and the stable settle: both runs
+/// complete, the fault fires in both, and the manifest records the mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_early_capture_fault_is_measured_under_both_settle_modes() {
+    let _serial = SERIAL.lock().await;
+    let before = profile_dirs();
+    let dir = tempfile::tempdir().unwrap();
+    let base = r#"
+tasks = ["chart"]
+policies = ["unverified", "generic", "pixel", "outcome"]
+decisions = "auto"
+faults = ["observe.capture_before_tooltip"]
+layouts = 2
+jobs = 2
+"#;
+    for mode in ["fixed", "stable"] {
+        let text = format!("{base}[timing]\nsettle = \"{mode}\"\n");
+        let out = dir.path().join(mode);
+        faultline::experiment::run(request(&out, &text, false))
+            .await
+            .unwrap_or_else(|e| panic!("{mode}: {e:#}"));
+        let db = ResultsDb::open_read_only(&out.join("results.sqlite")).unwrap();
+        let manifest = db.meta("manifest").unwrap().unwrap();
+        assert!(
+            manifest.contains(&format!("\"settle\": \"{mode}\"")),
+            "{manifest}"
+        );
+        let trials = db.trials().unwrap();
+        let faulty: Vec<_> = trials.iter().filter(|t| t.fault.is_some()).collect();
+        assert_eq!(faulty.len(), 2);
+        assert!(faulty.iter().all(|t| t.fired == Some(true)), "{mode}");
+        let detection = std::fs::read_to_string(out.join("detection.csv")).unwrap();
+        println!("settle = {mode}\n{detection}");
+    }
+    assert_nothing_left(&before);
+}
