@@ -295,7 +295,9 @@ impl OpenAiAgent {
             });
         }
         if !self.cassette.mode().calls_on_miss() {
-            return Err(AgentError::new(format!(
+            // No recorded answer and no call allowed: there is no working endpoint for
+            // this request (the recording may have failed on it), not an agent failure.
+            return Err(AgentError::unreachable(format!(
                 "openai: cassette {} (mode {}) has no entry for this request (key {key}, model {:?}, step {}); \
                  record it first with cassette mode record or auto",
                 self.cassette.describe(),
