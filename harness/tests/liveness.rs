@@ -37,17 +37,6 @@ runs = 1
 agent = "scripted"
 "#;
 
-const TABLES: [&str; 8] = [
-    "detection.csv",
-    "layers.csv",
-    "false_alarms.csv",
-    "comparisons.csv",
-    "recovery.csv",
-    "recovery_summary.csv",
-    "detection_recovery.csv",
-    "recovery_comparisons.csv",
-];
-
 /// Processes whose parent is this test process and whose command line names a
 /// faultline profile directory: the browsers this process started.
 fn our_browsers() -> Vec<u32> {
@@ -211,7 +200,7 @@ async fn regression_a_browser_killed_mid_detection_and_mid_recovery_is_replaced_
         summary.failed_items, 0,
         "every interrupted item was retried"
     );
-    for table in TABLES {
+    for table in common::TABLES {
         assert_eq!(
             std::fs::read_to_string(calm.join(table)).unwrap(),
             std::fs::read_to_string(killed.join(table)).unwrap(),

@@ -11,20 +11,12 @@
 //! shim on PATH that runs an array's tasks as local processes and a dependent job after
 //! them only when all succeeded). The command lines themselves are the recipes'.
 
+mod common;
+use common::tables;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-const TABLES: [&str; 8] = [
-    "detection.csv",
-    "layers.csv",
-    "false_alarms.csv",
-    "comparisons.csv",
-    "recovery.csv",
-    "recovery_summary.csv",
-    "detection_recovery.csv",
-    "recovery_comparisons.csv",
-];
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -178,17 +170,6 @@ impl Spawn for Command {
             .spawn()
             .unwrap()
     }
-}
-
-fn tables(dir: &Path) -> Vec<(String, String)> {
-    TABLES
-        .iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(dir.join(f))
-                .unwrap_or_else(|e| panic!("{}: {e}", dir.join(f).display()));
-            (f.to_string(), text)
-        })
-        .collect()
 }
 
 fn assert_same_tables(what: &str, reference: &[(String, String)], merged: &Path) {

@@ -3,6 +3,9 @@
 //! shard killed and run again), bad shard sets are refused, and the gate passes an
 //! unchanged rerun, fails a weakened policy, refuses incomparable runs and bad input.
 
+mod common;
+use common::tables;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -22,17 +25,6 @@ policies = ["unverified", "outcome"]
 runs = 1
 agent = "scripted"
 "#;
-
-const TABLES: [&str; 8] = [
-    "detection.csv",
-    "layers.csv",
-    "false_alarms.csv",
-    "comparisons.csv",
-    "recovery.csv",
-    "recovery_summary.csv",
-    "detection_recovery.csv",
-    "recovery_comparisons.csv",
-];
 
 fn faultline(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
@@ -54,17 +46,6 @@ fn ok(args: &[&str]) -> String {
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-fn tables(dir: &Path) -> Vec<(String, String)> {
-    TABLES
-        .iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(dir.join(f))
-                .unwrap_or_else(|e| panic!("{}: {e}", dir.join(f).display()));
-            (f.to_string(), text)
-        })
-        .collect()
 }
 
 fn spawn_shard(cfg: &Path, out: &Path, shard: &str) -> Child {

@@ -88,3 +88,28 @@ pub async fn run_limited(
     .await
     .expect("run succeeds")
 }
+
+/// The deterministic tables of a run, compared byte for byte between runs that must agree
+/// (sharded vs unsharded, a disturbed run vs an undisturbed one).
+pub const TABLES: [&str; 8] = [
+    "detection.csv",
+    "layers.csv",
+    "false_alarms.csv",
+    "comparisons.csv",
+    "recovery.csv",
+    "recovery_summary.csv",
+    "detection_recovery.csv",
+    "recovery_comparisons.csv",
+];
+
+/// Each of [`TABLES`] in `dir`, by name.
+pub fn tables(dir: &Path) -> Vec<(String, String)> {
+    TABLES
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(dir.join(f))
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.join(f).display()));
+            (f.to_string(), text)
+        })
+        .collect()
+}
