@@ -12,7 +12,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt::Display;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 /// Bumped whenever a table or column changes meaning.
@@ -395,12 +395,21 @@ impl ResultsDb {
     }
 
     /// Opens an existing database read-only.
+    ///
+    /// A database in WAL mode needs its `-shm` index, which SQLite creates beside it; in a
+    /// directory the reader cannot write (a published run, a read-only mount) that fails.
+    /// Then, when no `-wal` file holds data the main file lacks (a run that ended
+    /// normally checkpoints it), the file is opened as immutable, which needs no index;
+    /// when one does (a run that was killed), the error says so and names the file.
     pub fn open_read_only(path: &Path) -> Result<ResultsDb> {
         if !path.is_file() {
             bail!("{}: no such results database", path.display());
         }
-        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .with_context(|| format!("opening {}", path.display()))?;
+        let conn = match Self::connect_read_only(path) {
+            Ok(conn) => conn,
+            Err(e) if is_read_only_directory(&e) => Self::connect_immutable(path)?,
+            Err(e) => return Err(e).with_context(|| format!("opening {}", path.display())),
+        };
         let mut db = ResultsDb {
             conn,
             version: SCHEMA_VERSION,
@@ -421,6 +430,35 @@ impl ResultsDb {
                 path.display()
             ),
         }
+    }
+
+    /// An immutable connection, for a database whose directory is read-only: SQLite then
+    /// reads the main file alone, so it is refused while a `-wal` file holds data.
+    fn connect_immutable(path: &Path) -> Result<Connection> {
+        let wal = wal_path(path);
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+            bail!(
+                "{}: its directory is read-only and {} holds results not yet in the main file (the run was killed); open it once from a writable copy of the directory (with the -wal file) to fold them in",
+                path.display(),
+                wal.display()
+            );
+        }
+        let uri = format!("file:{}?immutable=1", uri_path(path));
+        Connection::open_with_flags(
+            uri,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+        )
+        .with_context(|| format!("opening {} (immutable)", path.display()))
+    }
+
+    /// A read-only connection, checked with one read (WAL mode fails there, not at open,
+    /// when the `-shm` index cannot be created).
+    fn connect_read_only(path: &Path) -> rusqlite::Result<Connection> {
+        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| {
+            r.get::<_, i64>(0)
+        })?;
+        Ok(conn)
     }
 
     /// The `meta` table's value for `key`, if set (e.g. `schema_version`, `manifest`).
@@ -958,6 +996,38 @@ fn step_row(r: &Row<'_>) -> Result<EpisodeStepRow> {
     })
 }
 
+/// Whether SQLite failed because the database's directory (or its `-shm` index) is not
+/// writable.
+fn is_read_only_directory(e: &rusqlite::Error) -> bool {
+    matches!(
+        e,
+        rusqlite::Error::SqliteFailure(f, _)
+            if f.extended_code == rusqlite::ffi::SQLITE_READONLY_DIRECTORY
+                || f.code == rusqlite::ErrorCode::CannotOpen
+                || f.code == rusqlite::ErrorCode::ReadOnly
+    )
+}
+
+/// The write-ahead log beside a database: `<file>-wal`.
+fn wal_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-wal");
+    PathBuf::from(name)
+}
+
+/// `path` for a SQLite `file:` URI: absolute, with the characters URIs reserve escaped.
+fn uri_path(path: &Path) -> String {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = String::new();
+    for c in abs.to_string_lossy().chars() {
+        match c {
+            '%' | '?' | '#' => out.push_str(&format!("%{:02X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -1289,5 +1359,97 @@ pub(crate) mod tests {
         assert!(e.contains("schema_version is 99"), "{e}");
         let e = ResultsDb::open_read_only(&path).err().unwrap().to_string();
         assert!(e.contains("schema_version is 99"), "{e}");
+    }
+
+    /// Regression (a read-only run directory): `report` could not open a database whose
+    /// directory it cannot write (WAL mode wants to create the `-shm` index there:
+    /// SQLITE_READONLY_DIRECTORY). The directory is made read-only and the database opened
+    /// by an unprivileged user (this test re-runs itself as `nobody` through `setpriv`
+    /// when it runs as root, who ignores directory permissions).
+    #[test]
+    fn a_database_in_a_read_only_directory_opens_for_reading() {
+        if let Ok(path) = std::env::var("FAULTLINE_TEST_READ_ONLY_DB") {
+            let ro = ResultsDb::open_read_only(Path::new(&path)).unwrap();
+            assert_eq!(ro.meta("manifest").unwrap().as_deref(), Some("kept"));
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        let path = run.join("r.sqlite");
+        let db = ResultsDb::open(&path).unwrap();
+        db.set_meta("manifest", "kept").unwrap();
+        drop(db);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o555)).unwrap();
+        let root = std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .map(|o| o.stdout.starts_with(b"0\n"))
+            .unwrap_or(false);
+        if !root {
+            // An unprivileged user: the check runs here.
+            let ro = ResultsDb::open_read_only(&path).unwrap();
+            assert_eq!(ro.meta("manifest").unwrap().as_deref(), Some("kept"));
+        } else {
+            // A copy of this test binary where `nobody` can run it (the build directory
+            // may sit under a home directory closed to other users).
+            let me = dir.path().join("db-test");
+            std::fs::copy(std::env::current_exe().unwrap(), &me).unwrap();
+            let out = std::process::Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(&me)
+                .args([
+                    "--exact",
+                    "db::tests::a_database_in_a_read_only_directory_opens_for_reading",
+                    "--test-threads=1",
+                ])
+                .env("FAULTLINE_TEST_READ_ONLY_DB", &path)
+                .output()
+                .expect("setpriv (util-linux) runs the check as an unprivileged user");
+            let text = String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr);
+            assert!(
+                out.status.success() && text.contains("1 passed"),
+                "as nobody: {text}"
+            );
+        }
+        assert!(!run.join("r.sqlite-shm").exists(), "nothing was written");
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// Opened as immutable, SQLite reads the main file only: a killed run's `-wal` file
+    /// (rows the main file lacks) is refused by name rather than silently missed.
+    #[test]
+    fn a_killed_runs_wal_is_named_not_ignored_when_opened_immutable() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = dir.path().join("live.sqlite");
+        let db = ResultsDb::open(&live).unwrap();
+        db.conn
+            .pragma_update(None, "wal_autocheckpoint", 0)
+            .unwrap();
+        db.set_meta("manifest", "only in the wal").unwrap();
+        // Copy the files while the writer still holds them: what a SIGKILL leaves.
+        let copy = dir.path().join("copy");
+        std::fs::create_dir(&copy).unwrap();
+        std::fs::copy(&live, copy.join("r.sqlite")).unwrap();
+        std::fs::copy(wal_path(&live), copy.join("r.sqlite-wal")).unwrap();
+        drop(db);
+        let e = ResultsDb::connect_immutable(&copy.join("r.sqlite"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("r.sqlite-wal") && e.contains("killed"), "{e}");
+        // Once folded in (a writable open), the immutable open reads every row.
+        drop(ResultsDb::open(&copy.join("r.sqlite")).unwrap());
+        let conn = ResultsDb::connect_immutable(&copy.join("r.sqlite")).unwrap();
+        let v: String = conn
+            .query_row("SELECT value FROM meta WHERE key = 'manifest'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(v, "only in the wal");
     }
 }

@@ -229,6 +229,73 @@ async fn regression_a_browser_killed_mid_detection_and_mid_recovery_is_replaced_
     assert_nothing_left(&before);
 }
 
+/// Regression (the soak's first kill): a browser killed while the oracle recorded the
+/// run's decisions stopped the run with `browser_died`; recording now replaces the
+/// browser and records the interrupted decision again, so the recorded file equals an
+/// undisturbed recording's line for line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_a_browser_killed_while_the_oracle_records_is_replaced_and_the_decisions_match()
+{
+    let _serial = SERIAL.lock().await;
+    let before = profile_dirs();
+    let dir = tempfile::tempdir().unwrap();
+    // Root seed 7 has no committed decisions: the oracle records all 8.
+    let config = r#"
+seed = 7
+tasks = ["grid", "form"]
+policies = ["unverified"]
+decisions = "auto"
+faults = ["reference"]
+layouts = 4
+jobs = 1
+[recovery]
+enabled = false
+"#;
+    let calm = dir.path().join("calm");
+    let killed = dir.path().join("killed");
+    faultline::experiment::run(request(&calm, config, false))
+        .await
+        .expect("the undisturbed run succeeds");
+    let recorded = killed.join("decisions.jsonl");
+    let killer = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let lines = || {
+            std::fs::read_to_string(&recorded)
+                .map(|t| t.lines().count())
+                .unwrap_or(0)
+        };
+        while lines() < 2 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let pids = our_browsers();
+        for pid in &pids {
+            // SAFETY: kill only sends a signal to a process this test's run started.
+            unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
+        }
+        (pids.len(), lines())
+    });
+    let summary = faultline::experiment::run(request(&killed, config, false))
+        .await
+        .expect("the run completes although its browser was killed while recording");
+    let (kills, at) = killer.join().unwrap();
+    assert_eq!(kills, 1, "one browser killed");
+    assert!(at < 8, "killed while recording, after {at} of 8 decisions");
+    assert_eq!(summary.browser_restarts, 1, "a new browser after the kill");
+    assert_eq!(
+        std::fs::read_to_string(calm.join("decisions.jsonl")).unwrap(),
+        std::fs::read_to_string(killed.join("decisions.jsonl")).unwrap(),
+        "the recorded decisions differ from an undisturbed recording's"
+    );
+    for table in ["detection.csv", "false_alarms.csv"] {
+        assert_eq!(
+            std::fs::read_to_string(calm.join(table)).unwrap(),
+            std::fs::read_to_string(killed.join(table)).unwrap(),
+            "{table} differs from the undisturbed run's"
+        );
+    }
+    assert_nothing_left(&before);
+}
+
 /// A browser, a fixture server and one fresh page showing a task page.
 async fn one_page(
     liveness: Liveness,

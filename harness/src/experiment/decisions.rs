@@ -3,6 +3,7 @@
 //! the run directory (one line at a time, so an interrupted recording resumes too).
 
 use super::record::record_oracle;
+use super::retry::{with_retries, Attempted};
 use crate::config::{DecisionSource, ExperimentConfig};
 use crate::engine::Engine;
 use crate::error::UsageError;
@@ -103,7 +104,21 @@ pub async fn record_missing(
             .open(&path)
             .with_context(|| format!("opening {}", path.display()))?;
         for (task, index) in missing {
-            let d = record_oracle(env, config.seed, task, index).await?;
+            // A browser that dies while the oracle records is replaced like during a phase;
+            // the decision is recorded again from the start on a fresh page.
+            let key = format!("record:{task}:{index}");
+            let d = match with_retries(env, &key, env.liveness.retries, || {
+                record_oracle(env, config.seed, task, index)
+            })
+            .await?
+            {
+                Attempted::Done(d, _) => d,
+                Attempted::Failed(failures) => bail!(
+                    "recording the oracle decision for {task} layout {index}: {} attempt(s) failed ({}); `--resume` records it again",
+                    failures.len(),
+                    failures.last().map(|f| f.reason.as_str()).unwrap_or("")
+                ),
+            };
             crate::jsonl::append_line(&mut file, &serde_json::to_string(&d)?)
                 .with_context(|| format!("appending to {}", path.display()))?;
             set.decisions.push(d);
