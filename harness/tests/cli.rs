@@ -1,5 +1,6 @@
 //! The command line's contract: clear one-line errors and exit codes.
 
+use std::collections::BTreeSet;
 use std::process::Command;
 
 /// `faultline run --config CFG --out OUT`.
@@ -174,4 +175,128 @@ fn regression_a_missing_browser_leaves_no_results_database_behind() {
         !out.join("results.sqlite").exists(),
         "a rerun with the browser fixed must not be told the directory already holds results"
     );
+}
+
+/// The report files under `dir` named in `names` (a file or `plots/<file>`), with bytes.
+fn report_files(dir: &std::path::Path, names: &BTreeSet<String>) -> Vec<(String, Vec<u8>)> {
+    names
+        .iter()
+        .filter_map(|n| std::fs::read(dir.join(n)).ok().map(|b| (n.clone(), b)))
+        .collect()
+}
+
+/// Every report file name (top level and under `plots/`) in a reference report directory.
+fn report_names(dir: &std::path::Path) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for (sub, prefix) in [(dir.to_path_buf(), ""), (dir.join("plots"), "plots/")] {
+        for e in std::fs::read_dir(sub).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.path().is_file() && !name.starts_with('.') {
+                names.insert(format!("{prefix}{name}"));
+            }
+        }
+    }
+    names
+}
+
+/// Regression (a kill while the report was written left old and new tables mixed: each
+/// file was atomic, the set was not). `faultline report` is SIGKILLed at spread-out
+/// moments while it replaces a report written at one confidence level with one at
+/// another (every interval differs); after each kill the report is exactly one of the
+/// two sets: the previous one, or (when the kill fell between the swap's renames) the
+/// new one once the interrupted swap is finished.
+#[test]
+fn regression_a_report_killed_while_written_is_the_old_set_or_the_new_never_a_mix() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("small.toml");
+    std::fs::write(
+        &cfg,
+        "tasks = [\"grid\", \"chart\"]\nlayouts = 3\npolicies = [\"unverified\", \"outcome\"]\n[recovery]\nenabled = false\n",
+    )
+    .unwrap();
+    let run = dir.path().join("run");
+    let (code, _, stderr) = run_config(&cfg, &run);
+    assert_eq!(code, 0, "{stderr}");
+    let db = run.join("results.sqlite");
+    let db_arg = db.to_str().unwrap();
+    let level = |l: &str, out: &std::path::Path| {
+        let (code, _, stderr) = faultline(&[
+            "report",
+            db_arg,
+            "--level",
+            l,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+    };
+    // The two reference sets, each written undisturbed into a fresh directory.
+    let refs = [dir.path().join("ref-95"), dir.path().join("ref-80")];
+    level("0.95", &refs[0]);
+    level("0.80", &refs[1]);
+    let names: BTreeSet<String> = report_names(&refs[0])
+        .union(&report_names(&refs[1]))
+        .cloned()
+        .collect();
+    let sets = [
+        report_files(&refs[0], &names),
+        report_files(&refs[1], &names),
+    ];
+    assert_ne!(sets[0], sets[1], "the two levels give different reports");
+
+    // How long an undisturbed report takes here, to spread the kills over it.
+    let out = dir.path().join("out");
+    let t = std::time::Instant::now();
+    level("0.95", &out);
+    let took = t.elapsed();
+    let mut current = 0; // which reference set `out` holds
+    let (mut killed, mut rolled_forward) = (0, 0);
+    for i in 0..12u32 {
+        let next = 1 - current;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_faultline"))
+            .args(["report", db_arg, "--out", out.to_str().unwrap(), "--level"])
+            .arg(["0.95", "0.80"][next])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(took.mul_f64(f64::from(i) / 10.0));
+        // SAFETY: kill only signals the child this test started.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
+        let status = child.wait().unwrap();
+        if status.signal() == Some(libc::SIGKILL) {
+            killed += 1;
+            let marker = out.join(".report.new/.complete").exists();
+            if !marker {
+                // Killed before its swap (the previous set), or after it had finished.
+                let now = report_files(&out, &names);
+                assert!(
+                    now == sets[current] || now == sets[next],
+                    "kill {i}: with no swap under way the report must be one whole set"
+                );
+                if now == sets[next] {
+                    current = next;
+                }
+            }
+            faultline_analysis::report::swap::recover(&out).unwrap();
+            if marker {
+                rolled_forward += 1;
+                current = next;
+            }
+        } else {
+            current = next;
+        }
+        assert_eq!(
+            report_files(&out, &names),
+            sets[current],
+            "kill {i}: the report is not exactly one whole set"
+        );
+        assert!(!out.join(".report.new").exists());
+    }
+    assert!(
+        killed >= 6,
+        "most attempts were killed mid-report: {killed}"
+    );
+    eprintln!("{killed} kills, {rolled_forward} rolled forward");
 }

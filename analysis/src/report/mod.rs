@@ -4,12 +4,14 @@
 //! The analysis is computed once ([`compute::Analysis`]); then each writer behind the
 //! [`Report`] trait formats it into its files ([`csv::Csv`], [`plots::Plots`],
 //! [`markdown::Markdown`]), and [`Reports`] runs them in order. [`write_all`] is the entry
-//! point: load, compute, write.
+//! point: load, compute, write into a staging directory, then swap the set in
+//! ([`swap`]: a kill never leaves old and new tables mixed).
 
 pub mod compute;
 pub mod csv;
 pub mod markdown;
 pub mod plots;
+pub mod swap;
 
 pub use crate::config::{default_config, run_policies};
 pub use compute::{Analysis, Stored};
@@ -94,9 +96,33 @@ pub fn write_all(
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let stored = Stored::load(db)?;
     let analysis = Analysis::compute(&stored, screenshots, cfg);
+    // Written aside, then swapped in as a whole (see `swap`).
+    let staging = swap::Staging::begin(out)?;
     let mut files = ReportFiles::default();
-    Reports::default().write(&analysis, out, &mut files)?;
-    Ok(files)
+    Reports::default().write(&analysis, staging.dir(), &mut files)?;
+    let placed = staging.commit()?;
+    Ok(files.placed(&placed))
+}
+
+impl ReportFiles {
+    /// The same files where the swap put them.
+    fn placed(self, c: &swap::Committed) -> ReportFiles {
+        ReportFiles {
+            detection_csv: c.place(&self.detection_csv),
+            layers_csv: c.place(&self.layers_csv),
+            false_alarms_csv: c.place(&self.false_alarms_csv),
+            comparisons_csv: c.place(&self.comparisons_csv),
+            report_md: c.place(&self.report_md),
+            plots: self.plots.iter().map(|p| c.place(p)).collect(),
+            recovery: self.recovery.map(|r| RecoveryFiles {
+                recovery_csv: c.place(&r.recovery_csv),
+                summary_csv: c.place(&r.summary_csv),
+                detection_recovery_csv: c.place(&r.detection_recovery_csv),
+                comparisons_csv: c.place(&r.comparisons_csv),
+                gain_csv: c.place(&r.gain_csv),
+            }),
+        }
+    }
 }
 
 /// Writes `text` to `path` through a temporary file and a rename, so a reader never sees
