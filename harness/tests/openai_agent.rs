@@ -315,7 +315,10 @@ async fn a_refused_connection_is_retried_then_reported() {
     };
     let err = reply(&agent(cfg), 1).await.unwrap_err();
     // An unreachable endpoint is the infrastructure's failure, not the agent's.
-    assert!(err.unreachable);
+    assert_eq!(
+        err.infra,
+        Some(faultline::engine::liveness::InfraKind::AgentEndpoint)
+    );
     let err = err.message;
     assert!(err.contains("connection failed"), "{err}");
     assert!(err.contains("gave up after 2 attempts"), "{err}");

@@ -8,6 +8,7 @@ mod common;
 use faultline::agent::{Agent, AgentView};
 use faultline::config::{self, ConfigText, Overrides};
 use faultline::engine::browser::{find_chromium, BrowserHandle};
+use faultline::engine::liveness::InfraKind;
 use faultline::engine::trial::run_trial;
 use faultline::engine::{Engine, Scorer};
 use faultline::experiment::RunRequest;
@@ -393,10 +394,11 @@ async fn a_plugin_never_receives_the_ledger_token_and_the_ledger_refuses_it() {
     assert!(surviving("barrier.py").is_empty());
 }
 
-/// An agent process that crashes is an agent error with its stderr; the next reply starts
-/// a fresh process.
+/// Regression (an exec agent's crash was scored as a failed recovery): an agent process
+/// that crashes is an infrastructure failure (`agent_process`) with its stderr, an
+/// unusable answer is the agent's own error, and the next reply starts a fresh process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_crashing_agent_is_an_agent_error_and_is_restarted() {
+async fn regression_a_crashing_agent_is_an_infrastructure_failure_and_is_restarted() {
     let script = tempfile::Builder::new().suffix(".py").tempfile().unwrap();
     std::fs::write(
         script.path(),
@@ -427,13 +429,73 @@ async fn a_crashing_agent_is_an_agent_error_and_is_restarted() {
         image: Size::new(900, 600),
         seed: 1,
     };
-    let e = agent.reply(view(1)).await.unwrap_err().to_string();
+    let e = agent.reply(view(1)).await.unwrap_err();
+    assert_eq!(e.infra, Some(InfraKind::AgentProcess), "{e}");
+    let e = e.to_string();
     assert!(e.contains("crash") && e.contains("agent fell over"), "{e}");
-    let e = agent.reply(view(2)).await.unwrap_err().to_string();
-    assert!(e.contains("unsupported action format"), "{e}");
+    let e = agent.reply(view(2)).await.unwrap_err();
+    assert_eq!(
+        e.infra, None,
+        "an unusable answer is the agent's own failure"
+    );
+    assert!(e.to_string().contains("unsupported action format"), "{e}");
     assert_eq!(agent.reply(view(3)).await.unwrap().text, "stop()");
     assert_eq!(agent.pool().started(), 3);
     drop(agent);
     let marker = script.path().display().to_string();
     assert!(surviving(&marker).is_empty());
+}
+
+/// Regression (an exec agent's crash was stored as an `agent_error` episode, a failed
+/// recovery): an agent process that crashes once, mid-phase, is an `agent_process`
+/// infrastructure failure; the episode is retried with a fresh process and the recovery
+/// table equals a run whose agent never crashed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_an_agent_process_that_crashes_mid_phase_is_retried_not_scored() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("crash_once.py");
+    let marker = dir.path().join("crashed");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "import json, os, sys\nsys.path.insert(0, {examples:?})\nimport agent_retry\nfor line in sys.stdin:\n    msg = json.loads(line)\n    if 'protocol' in msg:\n        print(json.dumps({{'protocol': 'faultline.agent', 'version': 1}}), flush=True)\n        continue\n    if not os.path.exists({marker:?}):\n        open({marker:?}, 'w').close()\n        sys.stderr.write('agent fell over once\\n'); sys.exit(3)\n    print(json.dumps({{'id': msg['id'], 'reply': agent_retry.act(msg['view'])}}), flush=True)\n",
+            examples = manifest_dir().join("../examples/plugins").display().to_string(),
+            marker = marker.display().to_string(),
+        ),
+    )
+    .unwrap();
+    let config = |agent: &str| {
+        format!(
+            "seed = 1\ntasks = [\"grid\"]\npolicies = [\"unverified\", \"outcome\"]\nfaults = [\"reference\"]\n[recovery]\nenabled = true\nlayouts = 2\nruns = 1\npolicies = [\"unverified\", \"outcome\"]\nagent = \"exec\"\n[exec]\ncommand = [\"python3\", {agent:?}]\ntimeout_ms = 20000\n"
+        )
+    };
+    let calm = dir.path().join("calm");
+    let crashed = dir.path().join("crashed-run");
+    run(&calm, &config(&example("agent_retry.py")), 2).await;
+    let db = run(&crashed, &config(&wrapper.display().to_string()), 2).await;
+    assert!(marker.exists(), "the agent crashed once");
+    let infra = db.infra_errors().unwrap();
+    assert_eq!(infra.len(), 1, "{infra:?}");
+    let row = &infra[0];
+    assert!(
+        row.policy == "harness"
+            && row.kind == "agent_process"
+            && row.attempt == 1
+            && row.item_key.starts_with("recovery/")
+            && row.reason.contains("agent fell over once"),
+        "{row:?}"
+    );
+    assert!(db
+        .episodes()
+        .unwrap()
+        .iter()
+        .all(|e| e.stop_reason.name() != "agent_error"));
+    for table in ["recovery.csv", "recovery_summary.csv"] {
+        assert_eq!(
+            std::fs::read_to_string(calm.join(table)).unwrap(),
+            std::fs::read_to_string(crashed.join(table)).unwrap(),
+            "{table} differs from the run whose agent never crashed"
+        );
+    }
+    assert!(surviving(&wrapper.display().to_string()).is_empty());
 }

@@ -34,6 +34,7 @@ pub mod trusting;
 pub use registry::{AgentContext, Registry};
 pub use replay::ReplayAgent;
 
+use crate::engine::liveness::InfraKind;
 use faultline_policies::{Observation, Verdict};
 use faultline_tasks::{Action, ActionFormat, Instruction, Size};
 use futures::future::BoxFuture;
@@ -128,18 +129,20 @@ impl AgentReply {
 }
 
 /// Why an agent could not reply. The episode ends as `agent_error` with this message
-/// stored; nothing already stored is affected. An unreachable endpoint is different: the
-/// episode measured nothing, so it is an infrastructure failure (`agent_endpoint`), not
-/// stored as an episode, and a resumed run tries it again.
+/// stored; nothing already stored is affected. When the agent itself never got to answer
+/// (its model endpoint could not be reached, its plugin process crashed, hung or could
+/// not start) it is different: the episode measured nothing about recovery, so it is an
+/// infrastructure failure of that kind, not stored as an episode, retried like any other
+/// and listed apart.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct AgentError {
     /// What went wrong.
     pub message: String,
-    /// The agent's endpoint could not be reached (a transport error, or a retryable
-    /// HTTP status after every retry): an infrastructure failure, not the agent's
-    /// failure to recover.
-    pub unreachable: bool,
+    /// `Some` when the failure is the infrastructure's, not the agent's answer:
+    /// [`InfraKind::AgentEndpoint`] (a transport error, or a retryable HTTP status after
+    /// every retry) or [`InfraKind::AgentProcess`].
+    pub infra: Option<InfraKind>,
 }
 
 impl AgentError {
@@ -147,7 +150,7 @@ impl AgentError {
     pub fn new(message: impl Into<String>) -> AgentError {
         AgentError {
             message: message.into(),
-            unreachable: false,
+            infra: None,
         }
     }
 
@@ -155,7 +158,15 @@ impl AgentError {
     pub fn unreachable(message: impl Into<String>) -> AgentError {
         AgentError {
             message: message.into(),
-            unreachable: true,
+            infra: Some(InfraKind::AgentEndpoint),
+        }
+    }
+
+    /// The agent's process crashed, hung or could not be started.
+    pub fn process_failed(message: impl Into<String>) -> AgentError {
+        AgentError {
+            message: message.into(),
+            infra: Some(InfraKind::AgentProcess),
         }
     }
 }

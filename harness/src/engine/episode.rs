@@ -424,10 +424,10 @@ async fn drive(
                 reply_space = None;
                 reply_usage = r.usage;
             }
-            // No working endpoint: the episode measured nothing about recovery.
-            Err(e) if e.unreachable => {
+            // No working endpoint or process: the episode measured nothing about recovery.
+            Err(e) if e.infra.is_some() => {
                 return Err(anyhow::Error::new(InfraFailure::new(
-                    InfraKind::AgentEndpoint,
+                    e.infra.expect("matched"),
                     format!("{} ({})", e.message, spec.agent.name()),
                 )));
             }

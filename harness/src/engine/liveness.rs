@@ -38,6 +38,8 @@ pub enum InfraKind {
     NavigationFailed,
     /// The agent's model endpoint could not be reached (after its own retries).
     AgentEndpoint,
+    /// The agent's plugin process crashed, hung past its timeout or could not start.
+    AgentProcess,
     /// Any other failure of the harness's machinery.
     Harness,
 }
@@ -51,6 +53,7 @@ impl InfraKind {
             InfraKind::Unresponsive => "unresponsive",
             InfraKind::NavigationFailed => "navigation_failed",
             InfraKind::AgentEndpoint => "agent_endpoint",
+            InfraKind::AgentProcess => "agent_process",
             InfraKind::Harness => "harness_error",
         }
     }

@@ -90,8 +90,12 @@ where
 /// error that names no infrastructure failure is the harness's own.
 async fn classify(e: &anyhow::Error, generation: &Generation) -> InfraFailure {
     let found = InfraFailure::find(e).cloned();
-    if found.as_ref().map(|f| f.kind) == Some(InfraKind::AgentEndpoint) {
-        return found.expect("just matched");
+    // The agent's failures say nothing about the browser.
+    if let Some(f) = found
+        .as_ref()
+        .filter(|f| matches!(f.kind, InfraKind::AgentEndpoint | InfraKind::AgentProcess))
+    {
+        return f.clone();
     }
     let vital = generation.handle.vital();
     if found.as_ref().map(|f| f.kind) != Some(InfraKind::BrowserDied) {

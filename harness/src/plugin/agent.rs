@@ -9,9 +9,11 @@
 //! [`faultline_tasks::formats`]). `format` may be left out (faultline's grammar); an
 //! unknown one is refused as a protocol error.
 //!
-//! A crash, hang, malformed answer or protocol mismatch is an [`AgentError`] carrying the
-//! reason and the process's stderr tail: the episode ends `agent_error`, and the next
-//! episode starts a fresh process.
+//! A crash, a hang past the timeout or a process that cannot start gave no answer: an
+//! [`AgentError`] of the infrastructure kind `agent_process` (with the reason and the
+//! process's stderr tail), so the episode is retried and listed apart, never scored as a
+//! failed recovery; the next attempt starts a fresh process. A malformed answer or a
+//! protocol mismatch is the agent's own failure: the episode ends `agent_error`.
 
 use super::{PluginSpec, Pool};
 use crate::agent::{Agent, AgentError, AgentReply, AgentView};
@@ -89,15 +91,19 @@ pub fn reply_from(answer: &Value) -> Result<(String, ActionFormat), (&'static st
     }
 }
 
+/// A process that crashed, hung or never started gave no answer: an infrastructure
+/// failure. An answer the harness cannot use (malformed, an unknown action format) is the
+/// agent's own failure, like a model's unusable reply.
 fn agent_error(e: InfraError) -> AgentError {
     let tail = e.stderr_tail.trim_end();
-    if tail.is_empty() {
-        AgentError::new(format!("exec agent {}: {}", e.kind, e.reason))
+    let message = if tail.is_empty() {
+        format!("exec agent {}: {}", e.kind, e.reason)
     } else {
-        AgentError::new(format!(
-            "exec agent {}: {}; stderr: {tail}",
-            e.kind, e.reason
-        ))
+        format!("exec agent {}: {}; stderr: {tail}", e.kind, e.reason)
+    };
+    match e.kind.as_str() {
+        "crash" | "timeout" | "spawn" => AgentError::process_failed(message),
+        _ => AgentError::new(message),
     }
 }
 
