@@ -23,7 +23,7 @@
 //! the agent or the policy: they get [`AgentView`] and [`Evidence`] values only.
 
 use crate::agent::{Agent, AgentView, HistoryEntry, PolicyFeedback, TokenUsage};
-use crate::engine::liveness::{InfraFailure, InfraKind};
+use crate::engine::liveness::InfraFailure;
 use crate::engine::roundtrip::parse_stage;
 use crate::engine::session::Session;
 use crate::engine::Engine;
