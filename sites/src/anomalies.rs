@@ -61,6 +61,9 @@ pub(crate) struct FaultBoard {
     started: Instant,
     armed: Mutex<HashMap<String, Armed>>,
     witnesses: Mutex<HashMap<String, Vec<SiteWitness>>>,
+    /// Requests per scope the server has received and not yet answered (a delayed or
+    /// hung response stays here until it is sent).
+    in_flight: Mutex<HashMap<String, usize>>,
     /// Closed at shutdown so hung requests let go.
     pub(crate) stopping: tokio::sync::watch::Sender<bool>,
 }
@@ -71,8 +74,15 @@ impl FaultBoard {
             started: Instant::now(),
             armed: Mutex::new(HashMap::new()),
             witnesses: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(HashMap::new()),
             stopping: tokio::sync::watch::channel(false).0,
         }
+    }
+
+    /// How many of `scope`'s requests the server is still answering.
+    pub(crate) fn in_flight(&self, scope: &Scope) -> usize {
+        let map = self.in_flight.lock().expect("board lock");
+        map.get(scope.as_str()).copied().unwrap_or(0)
     }
 
     pub(crate) fn arm(&self, scope: &Scope, injection: SiteInjection) {
@@ -189,12 +199,53 @@ fn route_name(r: Route) -> &'static str {
     }
 }
 
-/// Applies the network rule armed for the request's scope and route, if any.
+/// Counts a scope's request as in flight until its response is ready (dropped with the
+/// request's future, so a cancelled request is counted out too).
+struct InFlight<'a> {
+    board: &'a FaultBoard,
+    scope: String,
+}
+
+impl<'a> InFlight<'a> {
+    fn enter(board: &'a FaultBoard, path: &str) -> Option<InFlight<'a>> {
+        let (scope, _) = path.strip_prefix("/s/")?.split_once('/')?;
+        *board
+            .in_flight
+            .lock()
+            .expect("board lock")
+            .entry(scope.to_string())
+            .or_insert(0) += 1;
+        Some(InFlight {
+            board,
+            scope: scope.to_string(),
+        })
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut map = self.board.in_flight.lock().expect("board lock");
+        if let Some(n) = map.get_mut(&self.scope) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.scope);
+            }
+        }
+    }
+}
+
+/// Applies the network rule armed for the request's scope and route, if any, and keeps
+/// the scope's count of requests in flight.
 pub(crate) async fn network_faults(
     State(state): State<NetworkState>,
     req: Request,
     next: Next,
 ) -> Response {
+    let _in_flight = InFlight::enter(&state.board, req.uri().path());
+    apply_network_faults(&state, req, next).await
+}
+
+async fn apply_network_faults(state: &NetworkState, req: Request, next: Next) -> Response {
     let Some((scope, route)) = classify(req.method(), req.uri().path()) else {
         return next.run(req).await;
     };

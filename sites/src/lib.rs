@@ -135,6 +135,13 @@ impl FixtureServer {
         self.board.disarm(scope)
     }
 
+    /// How many requests of `scope` the server has received and not yet answered: a
+    /// response the fault layer delays or hangs counts until it is sent. The harness asks
+    /// when a page is slow to load, to tell a slow site from a slow machine.
+    pub fn in_flight(&self, scope: &Scope) -> usize {
+        self.board.in_flight(scope)
+    }
+
     /// Stops accepting connections and waits for the server task to end.
     pub async fn shutdown(mut self) {
         let _ = self.board.stopping.send(true);

@@ -141,3 +141,51 @@ async fn regression_the_index_page_does_not_reflect_the_host_header() {
     assert!(body.contains("href=\"/s/inspect/search?layout=0"), "{body}");
     server.shutdown().await;
 }
+
+/// The harness tells a slow site from a slow machine by asking the server what it still
+/// owes a scope: a response the fault layer delays counts as in flight until it is sent,
+/// another scope's never does, and nothing is left counted afterwards.
+#[tokio::test]
+async fn a_delayed_response_is_in_flight_for_its_scope_until_it_is_sent() {
+    use faultline_faults::site::{NetworkEffect, NetworkRule, Route, SiteInjection};
+    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
+    let (slow, other) = (
+        Scope::parse("slow").unwrap(),
+        Scope::parse("other").unwrap(),
+    );
+    server.arm(
+        &slow,
+        SiteInjection {
+            fault: "transport.slow_response".into(),
+            network: vec![NetworkRule {
+                route: Route::SearchResults,
+                effect: NetworkEffect::Delay { ms: 1500 },
+                times: None,
+                fires: true,
+            }],
+            page: vec![],
+        },
+    );
+    let layout = Layout::for_root(1, TaskKind::Search, 0);
+    let path = format!("/s/slow/search/results?q=x&layout=0&seed={}", layout.seed);
+    let addr = server.addr();
+    let request = tokio::spawn(async move { http(addr, get(&path, None)).await });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while server.in_flight(&slow) == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(server.in_flight(&slow), 1, "the delayed response is owed");
+    assert_eq!(server.in_flight(&other), 0);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        server.in_flight(&slow),
+        1,
+        "still owed while the delay runs"
+    );
+    assert_eq!(request.await.unwrap().0, 200);
+    assert_eq!(server.in_flight(&slow), 0, "answered: nothing owed");
+    // An undelayed request is counted out as soon as it is answered.
+    let path = format!("/s/other/search/results?q=x&layout=0&seed={}", layout.seed);
+    assert_eq!(http(addr, get(&path, None)).await.0, 200);
+    assert_eq!(server.in_flight(&other), 0);
+}

@@ -603,6 +603,11 @@ const SNAPSHOT_JS: &str = r#"(() => {
 })()"#;
 
 impl TrialPage {
+    /// The deadlines this page's calls keep.
+    pub fn liveness(&self) -> Liveness {
+        self.liveness
+    }
+
     /// The page's viewport size, in CSS pixels.
     pub fn viewport(&self) -> Size {
         self.viewport

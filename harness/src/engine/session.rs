@@ -72,9 +72,12 @@ impl<'e> Session<'e> {
             engine.server.arm(&session.scope, injection);
         }
         let page = engine.take_page().await?;
-        let rt = session
-            .rt
-            .insert(RoundTrip::new(page, layout, fault, image, engine.timing));
+        let rt = session.rt.insert(
+            RoundTrip::new(page, layout, fault, image, engine.timing).with_site_probe({
+                let (server, scope) = (engine.server.clone(), session.scope.clone());
+                std::sync::Arc::new(move || server.in_flight(&scope) > 0)
+            }),
+        );
         rt.page
             .goto(&engine.server.page_url(&session.scope, layout))
             .await?;

@@ -143,7 +143,13 @@ pub struct RoundTrip {
     /// The layout on the page (for faults whose parameters depend on it).
     layout: Layout,
     before_act_done: bool,
+    /// Whether the site is still answering the page's requests (see
+    /// [`RoundTrip::with_site_probe`]); without one, a load past its timeout is the page's.
+    site_busy: Option<SiteProbe>,
 }
+
+/// Asks the fixture server whether it still owes the page a response.
+pub type SiteProbe = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
 
 impl RoundTrip {
     /// A round trip over `page`, showing `layout`, with `fault` (if any) armed in its stages.
@@ -164,7 +170,18 @@ impl RoundTrip {
             crash_witness: None,
             layout: layout.clone(),
             before_act_done: false,
+            site_busy: None,
         }
+    }
+
+    /// Lets the observe stage ask the site whether a page slow to load is waiting on the
+    /// site (a delayed or hung response: the load error is reported at the navigation
+    /// timeout, as a harness would) or only on a busy machine (the site has answered:
+    /// the wait goes on, up to the liveness page deadline, so CPU load cannot turn into
+    /// a load error).
+    pub fn with_site_probe(mut self, probe: SiteProbe) -> Self {
+        self.site_busy = Some(probe);
+        self
     }
 
     /// What the environment does between the observation and the first action (a
