@@ -730,7 +730,7 @@ faults! {
         injection: "the execute stage skips each wait(ms) of the reply; the observe stage skips its settle wait",
         parameters: "none",
         witness: "each wait skipped (the ms asked), and what the next pointer action met at its point at that instant (element, id, class, text)",
-        implies: "MiniWoB's reward decides: the click meant for what the wait let appear lands on the page as it was, so the episode is not rewarded",
+        implies: "MiniWoB's reward decides: the click meant for what the wait let appear lands on the page as it was, so the episode is not rewarded (unless the page got far enough before the click arrived on a slow machine, or a start-only autocomplete query accepts the typed start)",
         outcome_holds: false,
         not_fired_when: "the reply asked for no wait",
     },

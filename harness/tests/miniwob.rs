@@ -218,9 +218,11 @@ async fn the_outcome_policy_reads_the_result_where_the_page_shows_it() {
 
 /// `tool.capture_before_settled` on the two tasks whose recorded decisions wait: the
 /// page right after the action before the wait is not the page after it (the
-/// autocomplete's menu has no item yet, the accordion's section is still opening), so
-/// the click the wait was for meets something else, and MiniWoB's reward says the
-/// episode failed where the clean replay of the same decision is rewarded.
+/// autocomplete's menu has no item yet, the accordion's section is 1 px high), the fault
+/// fires with the recorded wait in its witness on every layout, and on at least one of
+/// three layouts per task the click the wait was for meets something else and MiniWoB's
+/// reward says the episode failed where the clean replay of the same decision is
+/// rewarded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skipping_the_recorded_waits_acts_before_the_page_settled() {
     use faultline::engine::roundtrip::execute::NEXT_ACTION_MET;
@@ -233,12 +235,12 @@ async fn skipping_the_recorded_waits_acts_before_the_page_settled() {
         "document.querySelector('#area .ui-accordion-content').getBoundingClientRect().height";
     let h = common::harness().await;
     let committed = faultline_tasks::decision::embedded_default().unwrap();
-    let mut failed = BTreeSet::new();
+    let mut broken = BTreeSet::new();
     for (task, measure) in [
         (TaskKind::MiniwobUseAutocomplete, MENU_ITEMS),
         (TaskKind::MiniwobClickCollapsible, SECTION_HEIGHT),
     ] {
-        for index in [0, 1] {
+        for index in [0, 1, 2] {
             let at = format!("{task} layout {index}");
             let d = committed.find(task, DEFAULT_ROOT_SEED, index).unwrap();
             let k = d
@@ -315,26 +317,20 @@ async fn skipping_the_recorded_waits_acts_before_the_page_settled() {
                 "{at}: with the waits skipped the next action met {met_unsettled}; reward: {}",
                 faulty.truth.detail
             );
-            assert_ne!(
-                met_unsettled, &met_settled,
-                "{at}: the next action met the same element settled or not"
-            );
-            // MiniWoB's reward is the answer key: a query that names only the start of
-            // the word accepts the typed start alone (the Submit that the menu item
-            // would have covered is then a rewarded submit); every other unsettled
-            // replay here fails.
-            if query.contains("ends with") || task == TaskKind::MiniwobClickCollapsible {
-                assert!(
-                    !faulty.truth.achieved,
-                    "{at}: MiniWoB rewarded the unsettled replay: {}",
-                    faulty.truth.detail
-                );
-            }
-            if !faulty.truth.achieved {
-                failed.insert(task);
+            // Whether the click still met what the wait was for depends on how long the
+            // machine takes between the skipped wait and the click (on a loaded machine
+            // the accordion may have opened far enough): MiniWoB's reward says what
+            // happened. A query that names only the start of the word accepts the typed
+            // start alone, so the Submit the menu item would have covered is rewarded.
+            if met_unsettled != &met_settled && !faulty.truth.achieved {
+                broken.insert(task);
             }
         }
     }
     h.shutdown().await;
-    assert_eq!(failed.len(), 2, "unrewarded unsettled replays: {failed:?}");
+    assert_eq!(
+        broken.len(),
+        2,
+        "tasks where the unsettled click met something else and was not rewarded: {broken:?}"
+    );
 }

@@ -124,6 +124,7 @@ impl ReportFiles {
                 comparisons_csv: c.place(&r.comparisons_csv),
                 gain_csv: c.place(&r.gain_csv),
             }),
+            answer_key_csv: self.answer_key_csv.map(|p| c.place(&p)),
         }
     }
 }
