@@ -21,7 +21,7 @@
 use crate::config::AnalysisConfig;
 use crate::db::{TrialRow, VerdictRow};
 use crate::format::{ci_columns, csv_field, fmt4};
-use crate::stats::{clustered_wilson, ClusteredProportion, ClusteredSample};
+use crate::stats::{clustered_wilson, ClusteredProportion, ClusteredSample, Estimate};
 use faultline_faults::{Fault, Layer, Stage};
 use faultline_tasks::{Condition, TaskKind, Verdict};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -486,12 +486,53 @@ pub fn false_alarms_csv(rows: &[FalseAlarmRow], cfg: &AnalysisConfig) -> String 
     out
 }
 
-/// One row of the policy-vs-independent-answer-key table: a policy's verdicts on the
-/// trials of external-suite tasks (MiniWoB++) against that suite's own reward. `task` is
-/// `None` for the row pooled over the suite's tasks.
+/// The answer key a policy's verdicts are compared with in the answer-key section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AnswerKey {
+    /// An external suite's own reward (MiniWoB++'s in-page reward), which nobody here
+    /// wrote, on that suite's tasks.
+    SuiteReward,
+    /// faultline's own ledgers, on faultline's own tasks.
+    OwnLedger,
+}
+
+impl AnswerKey {
+    /// The key a task's trials are judged by: the suite's reward on a MiniWoB++ task,
+    /// faultline's ledger on every other.
+    pub fn of(task: TaskKind) -> AnswerKey {
+        if task.miniwob_name().is_some() {
+            AnswerKey::SuiteReward
+        } else {
+            AnswerKey::OwnLedger
+        }
+    }
+
+    /// The stable name, as written in the CSV.
+    pub fn name(self) -> &'static str {
+        match self {
+            AnswerKey::SuiteReward => "miniwob_reward",
+            AnswerKey::OwnLedger => "own_ledger",
+        }
+    }
+
+    /// The label the report shows.
+    pub fn label(self) -> &'static str {
+        match self {
+            AnswerKey::SuiteReward => "MiniWoB++ reward",
+            AnswerKey::OwnLedger => "faultline ledger",
+        }
+    }
+}
+
+/// One row of the policy-vs-answer-key table: a policy's verdicts on the trials of one
+/// task family against that family's answer key (MiniWoB++'s own reward on the external
+/// suite, faultline's ledgers on its own tasks). `task` is `None` for the row pooled over
+/// the family's tasks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AnswerKeyRow {
-    /// The external-suite task, or `None` for the row pooled over the suite's tasks.
+    /// The answer key the verdicts are compared with.
+    pub key: AnswerKey,
+    /// The task, or `None` for the row pooled over the family's tasks.
     pub task: Option<TaskKind>,
     /// The verification policy whose verdicts are compared with the answer key.
     pub policy: String,
@@ -507,23 +548,46 @@ pub struct AnswerKeyRow {
     pub both: u64,
 }
 
-/// Every policy's verdicts against an external suite's answer key, per task and pooled
-/// (tasks in report order, then the pooled row; policies in run order). Faulty trials
-/// whose fault did not fire are left out, as everywhere else. Empty when the run has no
-/// external-suite task.
+impl AnswerKeyRow {
+    /// Agreement: `agree` of `n`, with its interval.
+    pub fn agreement(&self, cfg: &AnalysisConfig) -> Option<Estimate> {
+        cfg.proportion(self.agree, self.n)
+    }
+
+    /// Precision of Success: of the Success verdicts, the share the answer key confirms.
+    pub fn precision(&self, cfg: &AnalysisConfig) -> Option<Estimate> {
+        cfg.proportion(self.both, self.said_success)
+    }
+
+    /// Recall of Success: of the answer key's successes, the share called Success.
+    pub fn recall(&self, cfg: &AnalysisConfig) -> Option<Estimate> {
+        cfg.proportion(self.both, self.key_success)
+    }
+}
+
+/// Every policy's verdicts against each task family's answer key, per task and pooled:
+/// the external suite's (MiniWoB++'s reward) first, then faultline's own ledgers on its
+/// own tasks; within a family, tasks in report order, then the pooled row; policies in
+/// run order. Faulty trials whose fault did not fire are left out, as everywhere else.
+/// Empty when the run has no external-suite task (the section is about the external key;
+/// the own-ledger rows stand beside it).
 pub fn answer_key(
     trials: &[TrialRow],
     verdicts: &[VerdictRow],
     policies: &[String],
 ) -> Vec<AnswerKeyRow> {
-    let external: HashMap<&str, &TrialRow> = trials
+    if !trials.iter().any(|t| t.task.miniwob_name().is_some()) {
+        return Vec::new();
+    }
+    let judged: HashMap<&str, &TrialRow> = trials
         .iter()
-        .filter(|t| t.task.miniwob_name().is_some() && t.fired != Some(false))
+        .filter(|t| t.fired != Some(false))
         .map(|t| (t.trial_key.as_str(), t))
         .collect();
-    let mut cells: BTreeMap<(Option<usize>, usize, String), AnswerKeyRow> = BTreeMap::new();
+    type Cell = (AnswerKey, bool, Option<usize>, usize, String);
+    let mut cells: BTreeMap<Cell, AnswerKeyRow> = BTreeMap::new();
     for v in verdicts {
-        let Some(t) = external.get(v.trial_key.as_str()) else {
+        let Some(t) = judged.get(v.trial_key.as_str()) else {
             continue;
         };
         let prank = policies
@@ -531,10 +595,19 @@ pub fn answer_key(
             .position(|p| *p == v.policy)
             .unwrap_or(usize::MAX);
         let said = v.verdict == Verdict::Success;
+        let key = AnswerKey::of(t.task);
         for task in [Some(t.task), None] {
+            // Tasks first, the pooled row (`None`) last, within each key.
             let row = cells
-                .entry((task.map(TaskKind::rank), prank, v.policy.clone()))
+                .entry((
+                    key,
+                    task.is_none(),
+                    task.map(TaskKind::rank),
+                    prank,
+                    v.policy.clone(),
+                ))
                 .or_insert_with(|| AnswerKeyRow {
+                    key,
                     task,
                     policy: v.policy.clone(),
                     n: 0,
@@ -550,16 +623,169 @@ pub fn answer_key(
             row.both += u64::from(said && t.truth_achieved);
         }
     }
-    // Tasks first, the pooled rows (`None`) last.
-    let mut rows: Vec<_> = cells.into_iter().collect();
-    rows.sort_by_key(|((task, prank, name), _)| (task.is_none(), *task, *prank, name.clone()));
-    rows.into_iter().map(|(_, r)| r).collect()
+    cells.into_values().collect()
+}
+
+/// `answer_key.csv`: one line per answer key, task (or `pooled`) and policy, with the
+/// counts and each rate's point and interval.
+pub fn answer_key_csv(rows: &[AnswerKeyRow], cfg: &AnalysisConfig) -> String {
+    let mut out = String::from(
+        "answer_key,task,policy,n,agree,said_success,key_success,both,agreement,agreement_ci_low,agreement_ci_high,precision,precision_ci_low,precision_ci_high,recall,recall_ci_low,recall_ci_high,ci_method\n",
+    );
+    let rate = |e: Option<Estimate>| match e {
+        Some(e) => format!("{},{},{}", fmt4(e.point), fmt4(e.lower), fmt4(e.upper)),
+        None => ",,".into(),
+    };
+    for r in rows {
+        let method = r
+            .agreement(cfg)
+            .map_or_else(String::new, |e| e.method.to_string());
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            r.key.name(),
+            r.task.map_or("pooled", TaskKind::name),
+            csv_field(&r.policy),
+            r.n,
+            r.agree,
+            r.said_success,
+            r.key_success,
+            r.both,
+            rate(r.agreement(cfg)),
+            rate(r.precision(cfg)),
+            rate(r.recall(cfg)),
+            method,
+        );
+    }
+    out
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use crate::db::tests::{row, verdict};
+
+    /// A trial of `task` whose answer key says `achieved`.
+    fn keyed(key: &str, task: TaskKind, achieved: bool) -> TrialRow {
+        let mut t = row(key);
+        t.task = task;
+        t.truth_achieved = achieved;
+        t
+    }
+
+    #[test]
+    fn answer_key_rows_count_agreement_precision_and_recall_per_key() {
+        use TaskKind::{Grid, MiniwobClickTab as Tab, MiniwobEnterText as Enter, Search};
+        // MiniWoB++: 3 rewarded trials, 2 not; the policy says Success on 2 rewarded
+        // trials and on both unrewarded ones: precision 2/4, recall 2/3, agreement 2/5
+        // (the rewarded trial called No change and the two unrewarded ones called
+        // Success disagree).
+        let mut trials = vec![
+            keyed("m1", Tab, true),
+            keyed("m2", Tab, true),
+            keyed("m3", Enter, true),
+            keyed("m4", Enter, false),
+            keyed("m5", Enter, false),
+            // Own ledgers: 1 achieved, 3 not; Success only on the achieved one.
+            keyed("o1", Grid, true),
+            keyed("o2", Grid, false),
+            keyed("o3", Search, false),
+            keyed("o4", Search, false),
+        ];
+        // A faulty trial whose fault did not fire is never counted.
+        let mut quiet = keyed("q", Tab, false);
+        quiet.fired = Some(false);
+        trials.push(quiet);
+        let v = |k: &str, verdict: &str| super::super::db::tests::verdict(k, "outcome", verdict);
+        let verdicts = vec![
+            v("m1", "success"),
+            v("m2", "success"),
+            v("m3", "no_change"),
+            v("m4", "success"),
+            v("m5", "success"),
+            v("o1", "success"),
+            v("o2", "fail"),
+            v("o3", "no_change"),
+            v("o4", "fail"),
+            v("q", "success"),
+        ];
+        let rows = answer_key(&trials, &verdicts, &["outcome".to_string()]);
+        let find = |key: AnswerKey, task: Option<TaskKind>| {
+            rows.iter()
+                .find(|r| r.key == key && r.task == task)
+                .unwrap_or_else(|| panic!("no row for {key:?} {task:?}"))
+        };
+        let pooled = find(AnswerKey::SuiteReward, None);
+        assert_eq!(
+            (
+                pooled.n,
+                pooled.agree,
+                pooled.said_success,
+                pooled.key_success,
+                pooled.both
+            ),
+            (5, 2, 4, 3, 2)
+        );
+        let cfg = AnalysisConfig::for_run(1);
+        let (precision, recall) = (
+            pooled.precision(&cfg).unwrap(),
+            pooled.recall(&cfg).unwrap(),
+        );
+        // Swapped precision and recall would read 2/3 and 2/4.
+        assert!((precision.point - 0.5).abs() < 1e-12, "{precision:?}");
+        assert!((recall.point - 2.0 / 3.0).abs() < 1e-12, "{recall:?}");
+        assert_eq!((precision.n, recall.n), (4, 3));
+        let agreement = pooled.agreement(&cfg).unwrap();
+        assert!((agreement.point - 0.4).abs() < 1e-12);
+        for e in [agreement, precision, recall] {
+            assert!(e.lower < e.point && e.point < e.upper, "no width: {e:?}");
+        }
+        let tab = find(AnswerKey::SuiteReward, Some(Tab));
+        assert_eq!((tab.n, tab.agree, tab.both), (2, 2, 2));
+        let own = find(AnswerKey::OwnLedger, None);
+        assert_eq!(
+            (
+                own.n,
+                own.agree,
+                own.said_success,
+                own.key_success,
+                own.both
+            ),
+            (4, 4, 1, 1, 1)
+        );
+        let own_agreement = own.agreement(&cfg).unwrap();
+        assert_eq!(own_agreement.n, 4);
+        assert!(own_agreement.lower < own_agreement.upper);
+        // The suite's rows first (tasks, then pooled), then the own ledgers'.
+        let order: Vec<(AnswerKey, Option<TaskKind>)> =
+            rows.iter().map(|r| (r.key, r.task)).collect();
+        assert_eq!(
+            order,
+            vec![
+                (AnswerKey::SuiteReward, Some(Tab)),
+                (AnswerKey::SuiteReward, Some(Enter)),
+                (AnswerKey::SuiteReward, None),
+                (AnswerKey::OwnLedger, Some(Search)),
+                (AnswerKey::OwnLedger, Some(Grid)),
+                (AnswerKey::OwnLedger, None),
+            ]
+        );
+        // The CSV carries both keys, counts and intervals.
+        let csv = answer_key_csv(&rows, &cfg);
+        let pooled_line = csv
+            .lines()
+            .find(|l| l.starts_with("miniwob_reward,pooled,outcome,"))
+            .unwrap();
+        assert!(
+            pooled_line.starts_with("miniwob_reward,pooled,outcome,5,2,4,3,2,0.4000,"),
+            "{pooled_line}"
+        );
+        assert!(csv
+            .lines()
+            .any(|l| l.starts_with("own_ledger,pooled,outcome,4,4,1,1,1,1.0000,")));
+        // No external-suite trial, no section.
+        assert!(answer_key(&trials[5..9], &verdicts, &["outcome".to_string()]).is_empty());
+    }
 
     #[test]
     fn caught_means_agreeing_with_the_ledger() {

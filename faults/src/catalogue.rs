@@ -719,6 +719,21 @@ faults! {
         outcome_holds: true,
         not_fired_when: "the step had no click",
     },
+    /// The tool ignores the reply's waits and captures without settling.
+    CaptureBeforeSettled = FaultSpec {
+        id: "tool.capture_before_settled",
+        layer: Layer::Tool,
+        stage: Stage::Observe,
+        mechanism: M::Harness,
+        tasks: &[T::MiniwobUseAutocomplete, T::MiniwobClickCollapsible],
+        description: "the tool returns from every wait(ms) at once and captures without its settle wait: the actions after a wait and the observation meet a page that has not settled (an autocomplete menu not drawn yet, an accordion still opening)",
+        injection: "the execute stage skips each wait(ms) of the reply; the observe stage skips its settle wait",
+        parameters: "none",
+        witness: "each wait skipped (the ms asked), and what the next pointer action met at its point at that instant (element, id, class, text)",
+        implies: "MiniWoB's reward decides: the click meant for what the wait let appear lands on the page as it was, so the episode is not rewarded (unless the page got far enough before the click arrived on a slow machine, or a start-only autocomplete query accepts the typed start)",
+        outcome_holds: false,
+        not_fired_when: "the reply asked for no wait",
+    },
     /// The page's renderer crashes right after the action.
     RendererCrash = FaultSpec {
         id: "tool.renderer_crash",
@@ -841,7 +856,8 @@ impl Fault {
             | F::CookieBanner
             | F::Modal
             | F::TargetShift
-            | F::ClickSwallowed => return None,
+            | F::ClickSwallowed
+            | F::CaptureBeforeSettled => return None,
             F::IframeNoChange => "MiniWoB++ pages have no iframe for a click to land in",
             F::CaptureBeforeTooltip | F::LocaleVariant | F::HoverHighlight | F::UnobservedValue => CHART,
             F::SlowResponse

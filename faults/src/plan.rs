@@ -306,6 +306,7 @@ impl FaultPlan {
             | Fault::UnscaledCoordinates
             | Fault::IframeNoChange
             | Fault::CaptureBeforeTooltip
+            | Fault::CaptureBeforeSettled
             | Fault::ErrorSwallowed
             | Fault::WrongFeedback
             | Fault::FalseCompletion
@@ -553,6 +554,42 @@ impl FaultPlan {
         })
     }
 
+    /// Execute and observe hook: whether the tool returns from every `wait(ms)` at once
+    /// and captures without its settle wait (`tool.capture_before_settled`).
+    pub fn skips_waits(&self) -> bool {
+        self.fault == Fault::CaptureBeforeSettled
+    }
+
+    /// The unsettled-capture fault's witness: it fired when the reply asked for a wait
+    /// the tool skipped. `skipped` holds one entry per skipped wait: the ms asked for
+    /// and what the next pointer action met at its point at that instant (`null` when
+    /// no pointer action followed).
+    pub fn skipped_waits_witness(
+        &self,
+        skipped: &[(u64, Option<serde_json::Value>)],
+        settle_skipped_ms: u64,
+    ) -> Option<Witness> {
+        if !self.skips_waits() || skipped.is_empty() {
+            return None;
+        }
+        let total: u64 = skipped.iter().map(|(ms, _)| ms).sum();
+        let summary = format!(
+            "skipped {} wait(s) of {total} ms in all and the {settle_skipped_ms} ms settle: the next action and the capture came at once",
+            skipped.len()
+        );
+        Some(Witness::new(
+            self.id(),
+            summary,
+            json!({
+                "skipped": skipped
+                    .iter()
+                    .map(|(ms, met)| json!({ "ms": ms, "next_action_met": met }))
+                    .collect::<Vec<_>>(),
+                "settle_skipped_ms": settle_skipped_ms,
+            }),
+        ))
+    }
+
     /// Observe hook: whether to skip the settle wait that normally follows a hover.
     pub fn skips_hover_settle(&self) -> bool {
         self.fault == Fault::CaptureBeforeTooltip
@@ -715,6 +752,24 @@ mod tests {
         assert_eq!((m.as_str(), w), ("Clicked at (1, 2).", None));
         let (m, _) = plan(Fault::TokenLeak).on_feedback(&ctx(true));
         assert_eq!(m, "Clicked at (1, 2).");
+    }
+
+    #[test]
+    fn skipped_waits_witness_requires_a_skipped_wait() {
+        let p = plan(Fault::CaptureBeforeSettled);
+        assert!(p.skips_waits());
+        assert!(p.skipped_waits_witness(&[], 120).is_none());
+        let met = json!({ "tag": "DIV", "id": "area" });
+        let w = p
+            .skipped_waits_witness(&[(600, Some(met.clone()))], 120)
+            .expect("a skipped wait fired");
+        assert_eq!(w.fault, "tool.capture_before_settled");
+        assert_eq!(w.data["skipped"][0]["ms"], 600);
+        assert_eq!(w.data["skipped"][0]["next_action_met"], met);
+        assert_eq!(w.data["settle_skipped_ms"], 120);
+        let other = plan(Fault::CaptureBeforeTooltip);
+        assert!(!other.skips_waits());
+        assert!(other.skipped_waits_witness(&[(600, None)], 120).is_none());
     }
 
     #[test]

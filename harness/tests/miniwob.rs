@@ -215,3 +215,122 @@ async fn the_outcome_policy_reads_the_result_where_the_page_shows_it() {
     }
     h.shutdown().await;
 }
+
+/// `tool.capture_before_settled` on the two tasks whose recorded decisions wait: the
+/// page right after the action before the wait is not the page after it (the
+/// autocomplete's menu has no item yet, the accordion's section is 1 px high), the fault
+/// fires with the recorded wait in its witness on every layout, and on at least one of
+/// three layouts per task the click the wait was for meets something else and MiniWoB's
+/// reward says the episode failed where the clean replay of the same decision is
+/// rewarded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skipping_the_recorded_waits_acts_before_the_page_settled() {
+    use faultline::engine::roundtrip::execute::NEXT_ACTION_MET;
+    use faultline::engine::trial::run_trial;
+    use faultline_faults::{Fault, FaultPlan};
+    use faultline_tasks::Action;
+    /// What the wait lets settle, measured on the page.
+    const MENU_ITEMS: &str = "Array.from(document.querySelectorAll('.ui-autocomplete .ui-menu-item')).filter((e) => e.getBoundingClientRect().height > 0).length";
+    const SECTION_HEIGHT: &str =
+        "document.querySelector('#area .ui-accordion-content').getBoundingClientRect().height";
+    let h = common::harness().await;
+    let committed = faultline_tasks::decision::embedded_default().unwrap();
+    let mut broken = BTreeSet::new();
+    for (task, measure) in [
+        (TaskKind::MiniwobUseAutocomplete, MENU_ITEMS),
+        (TaskKind::MiniwobClickCollapsible, SECTION_HEIGHT),
+    ] {
+        for index in [0, 1, 2] {
+            let at = format!("{task} layout {index}");
+            let d = committed.find(task, DEFAULT_ROOT_SEED, index).unwrap();
+            let k = d
+                .actions
+                .iter()
+                .position(|a| matches!(a, Action::Wait { .. }))
+                .unwrap_or_else(|| panic!("{at}: the decision waits"));
+            let Action::Wait { ms } = d.actions[k] else {
+                unreachable!()
+            };
+            let next = d.actions[k + 1..]
+                .iter()
+                .find_map(Action::point)
+                .unwrap_or_else(|| panic!("{at}: a pointer action follows the wait"));
+
+            // The page itself, driven directly: what the wait lets settle.
+            let layout = Layout::for_root(DEFAULT_ROOT_SEED, task, index);
+            let mut s = Session::open(&h.env, &layout, None, IMAGE).await.unwrap();
+            let page = &s.rt().page;
+            let query = page
+                .eval("document.getElementById('query').innerText")
+                .await
+                .unwrap()
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let source = d.space.extent(d.image);
+            let to_viewport = |p: Point| p.scale(source, page.viewport());
+            for a in &d.actions[..k] {
+                match a {
+                    Action::Click { x, y } => {
+                        page.click(to_viewport(Point::new(*x, *y))).await.unwrap()
+                    }
+                    Action::Type { text } => page.insert_text(text).await.unwrap(),
+                    other => panic!("{at}: unexpected action before the wait: {other:?}"),
+                }
+            }
+            let right_after = page.eval(measure).await.unwrap().as_f64().unwrap();
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            let settled = page.eval(measure).await.unwrap().as_f64().unwrap();
+            let p = to_viewport(next);
+            let met_settled = page
+                .eval(
+                    &NEXT_ACTION_MET
+                        .replace("{x}", &p.x.to_string())
+                        .replace("{y}", &p.y.to_string()),
+                )
+                .await
+                .unwrap();
+            s.finish();
+            eprintln!("{at} ({query:?}): {right_after} right after, {settled} after {ms} ms; the next action meets {met_settled} once settled");
+            assert!(
+                right_after < settled,
+                "{at}: the wait let nothing settle ({right_after} -> {settled})"
+            );
+            if task == TaskKind::MiniwobUseAutocomplete {
+                assert_eq!(right_after, 0.0, "{at}: menu items right after typing");
+            }
+
+            // The same decision replayed clean, and with its waits skipped.
+            let clean = run_trial(&h.env, d, None).await.unwrap();
+            assert!(clean.truth.achieved, "{at} clean: {}", clean.truth.detail);
+            assert!(clean.witness.is_none(), "{at}: a working trial fired");
+            let plan = FaultPlan::new(Fault::CaptureBeforeSettled, 7);
+            let faulty = run_trial(&h.env, d, Some(plan)).await.unwrap();
+            let w = faulty
+                .witness
+                .as_ref()
+                .unwrap_or_else(|| panic!("{at}: the fault did not fire"));
+            assert_eq!(w.fault, Fault::CaptureBeforeSettled.id());
+            assert_eq!(w.data["skipped"][0]["ms"], serde_json::json!(ms), "{at}");
+            let met_unsettled = &w.data["skipped"][0]["next_action_met"];
+            eprintln!(
+                "{at}: with the waits skipped the next action met {met_unsettled}; reward: {}",
+                faulty.truth.detail
+            );
+            // Whether the click still met what the wait was for depends on how long the
+            // machine takes between the skipped wait and the click (on a loaded machine
+            // the accordion may have opened far enough): MiniWoB's reward says what
+            // happened. A query that names only the start of the word accepts the typed
+            // start alone, so the Submit the menu item would have covered is rewarded.
+            if met_unsettled != &met_settled && !faulty.truth.achieved {
+                broken.insert(task);
+            }
+        }
+    }
+    h.shutdown().await;
+    assert_eq!(
+        broken.len(),
+        2,
+        "tasks where the unsettled click met something else and was not rewarded: {broken:?}"
+    );
+}

@@ -1,5 +1,6 @@
-//! The CSV writer: `detection.csv`, `layers.csv`, `false_alarms.csv`, `comparisons.csv`
-//! and, when the run has episodes, the five recovery tables.
+//! The CSV writer: `detection.csv`, `layers.csv`, `false_alarms.csv`, `comparisons.csv`,
+//! `answer_key.csv` when the run has external-suite trials and, when the run has
+//! episodes, the five recovery tables.
 
 use super::compute::Analysis;
 use super::{write_file, RecoveryFiles, Report, ReportFiles};
@@ -30,6 +31,12 @@ impl Report for Csv {
             &files.comparisons_csv,
             &compare::comparisons_csv(&a.comparisons, cfg),
         )?;
+        files.answer_key_csv = None;
+        if !a.answer_key.is_empty() {
+            let path = out.join("answer_key.csv");
+            write_file(&path, &tables::answer_key_csv(&a.answer_key, cfg))?;
+            files.answer_key_csv = Some(path);
+        }
         files.recovery = None;
         if let Some(r) = &a.recovery {
             let f = RecoveryFiles {

@@ -495,36 +495,64 @@ fn recovery_markdown(md: &mut String, r: &Recovery<'_>, level: &str) {
 }
 
 /// The policy vs independent answer key section: each policy's verdicts on the external
-/// suite's trials against that suite's own reward.
+/// suite's trials against that suite's own reward, beside the same figures against
+/// faultline's own ledgers on its own tasks.
 fn answer_key_markdown(md: &mut String, s: &Analysis<'_>, level: &str) {
+    use crate::tables::AnswerKey;
     let cfg = &s.cfg;
-    md.push_str(
-        "## Policy vs independent answer key
-
-",
+    md.push_str("## Policy vs independent answer key\n\n");
+    let pooled = |key: AnswerKey, policy: &str| {
+        s.answer_key
+            .iter()
+            .find(|r| r.key == key && r.task.is_none() && r.policy == policy)
+    };
+    let mut policies: Vec<&str> = Vec::new();
+    for r in &s.answer_key {
+        if !policies.contains(&r.policy.as_str()) {
+            policies.push(&r.policy);
+        }
+    }
+    let _ = writeln!(
+        md,
+        "Pooled, side by side: each policy against MiniWoB++'s reward on the suite's tasks and against faultline's own ledgers on its own tasks ([{level} CI]).\n"
     );
-    let _ = writeln!(md, "| task | policy | n | agreement [{level} CI] | precision of Success [{level} CI] | recall of Success [{level} CI] |\n|---|---|---:|---:|---:|---:|");
+    let _ = writeln!(md, "| policy | answer key | n | agreement | precision of Success | recall of Success |\n|---|---|---:|---:|---:|---:|");
+    for policy in &policies {
+        for key in [AnswerKey::SuiteReward, AnswerKey::OwnLedger] {
+            match pooled(key, policy) {
+                Some(r) => {
+                    let _ = writeln!(
+                        md,
+                        "| {policy} | {} | {} | {} |",
+                        key.label(),
+                        r.n,
+                        answer_key_cells(r, cfg)
+                    );
+                }
+                None => {
+                    let _ = writeln!(md, "| {policy} | {} | 0 | – | – | – |", key.label());
+                }
+            }
+        }
+    }
+    if !s.answer_key.iter().any(|r| r.key == AnswerKey::OwnLedger) {
+        md.push_str("\nThis run has no trial of faultline's own tasks, so there is nothing to set beside the suite's figures; the `miniwob` config runs the four reference tasks with the suite.\n");
+    }
+    let _ = writeln!(md, "\nPer task:\n\n| answer key | task | policy | n | agreement [{level} CI] | precision of Success [{level} CI] | recall of Success [{level} CI] |\n|---|---|---|---:|---:|---:|---:|");
     for r in &s.answer_key {
         let task = r
             .task
             .map_or_else(|| "pooled".to_string(), |t| t.to_string());
         let _ = writeln!(
             md,
-            "| {task} | {} | {} | {}/{} {} | {}/{} {} | {}/{} {} |",
+            "| {} | {task} | {} | {} | {} |",
+            r.key.label(),
             r.policy,
             r.n,
-            r.agree,
-            r.n,
-            rate_cell(cfg.proportion(r.agree, r.n).as_ref()),
-            r.both,
-            r.said_success,
-            rate_cell(cfg.proportion(r.both, r.said_success).as_ref()),
-            r.both,
-            r.key_success,
-            rate_cell(cfg.proportion(r.both, r.key_success).as_ref()),
+            answer_key_cells(r, cfg),
         );
     }
-    md.push_str("\nHow to read it: the answer key here is MiniWoB++'s own in-page reward (success when the episode is done with raw reward 1), which nobody here wrote; the policies never read it. Over working trials and fired faulty trials, *agreement* counts verdicts that are Success exactly when the reward says success, *precision* is the share of Success verdicts the reward confirms, *recall* the share of rewarded successes the policy called Success. Pooled rows pool the suite's tasks.\n\n");
+    md.push_str("\nHow to read it: the independent answer key is MiniWoB++'s own in-page reward (success when the episode is done with raw reward 1), which nobody here wrote; the policies never read it. Beside it, the same figures on faultline's own tasks, where the answer key is the task's ledger (written by the fixture server, read only by scoring). Over working trials and fired faulty trials, *agreement* counts verdicts that are Success exactly when the answer key says success, *precision* is the share of Success verdicts the answer key confirms, *recall* the share of the answer key's successes the policy called Success. Pooled rows pool a family's tasks; `answer_key.csv` has every row.\n\n");
     md.push_str("Faults of the catalogue with no analogue on the suite's pages (not applicable, not run):\n\n");
     for f in faultline_faults::Fault::ALL {
         if let Some(why) = f.miniwob_not_applicable() {
@@ -532,4 +560,24 @@ fn answer_key_markdown(md: &mut String, s: &Analysis<'_>, level: &str) {
         }
     }
     md.push('\n');
+}
+
+/// The agreement, precision and recall cells of an answer-key row: each `k/n` with its
+/// rate and interval.
+fn answer_key_cells(
+    r: &crate::tables::AnswerKeyRow,
+    cfg: &crate::config::AnalysisConfig,
+) -> String {
+    format!(
+        "{}/{} {} | {}/{} {} | {}/{} {}",
+        r.agree,
+        r.n,
+        rate_cell(r.agreement(cfg).as_ref()),
+        r.both,
+        r.said_success,
+        rate_cell(r.precision(cfg).as_ref()),
+        r.both,
+        r.key_success,
+        rate_cell(r.recall(cfg).as_ref()),
+    )
 }

@@ -38,6 +38,9 @@ pub struct ReportFiles {
     pub plots: Vec<PathBuf>,
     /// The recovery tables; `None` when the run has no episodes (none were written).
     pub recovery: Option<RecoveryFiles>,
+    /// `answer_key.csv`: each policy against MiniWoB++'s reward and against faultline's
+    /// own ledgers; `None` when the run has no external-suite trial (none was written).
+    pub answer_key_csv: Option<PathBuf>,
 }
 
 /// The recovery experiment's tables.
@@ -121,6 +124,7 @@ impl ReportFiles {
                 comparisons_csv: c.place(&r.comparisons_csv),
                 gain_csv: c.place(&r.gain_csv),
             }),
+            answer_key_csv: self.answer_key_csv.map(|p| c.place(&p)),
         }
     }
 }

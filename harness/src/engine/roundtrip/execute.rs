@@ -22,6 +22,11 @@ pub const HOLD_TOOLTIP: &str =
 pub const RELEASE_TOOLTIP: &str =
     "(function () { var r = window.__fl_release; window.__fl_hold = null; window.__fl_release = null; if (r) r(); return true; })()";
 
+/// What is at a viewport point right now (`{x}` and `{y}` are replaced): the element
+/// `elementFromPoint` returns, its id, class and the start of its text, or `null` over
+/// nothing. The unsettled-capture fault records it for the action after a skipped wait.
+pub const NEXT_ACTION_MET: &str = "(() => { const e = document.elementFromPoint({x}, {y}); if (!e) return null; const text = (e.innerText || e.value || '').trim().replace(/\\s+/g, ' ').slice(0, 60); return { tag: e.tagName, id: e.id || null, class: (typeof e.className === 'string' ? e.className : '') || null, text }; })()";
+
 /// One dispatched action.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Executed {
@@ -57,6 +62,9 @@ pub struct Execution {
     pub holds_tooltip: bool,
     /// Milliseconds the reply itself waited (counted against the settle wait).
     pub waited_ms: u64,
+    /// The waits the unsettled-capture fault skipped: the ms asked for, and what the
+    /// next pointer action met at its point at that instant ([`NEXT_ACTION_MET`]).
+    pub skipped_waits: Vec<(u64, Option<serde_json::Value>)>,
     /// The execute hook's witness, when the fault fired here.
     pub witness: Option<Witness>,
 }
@@ -83,6 +91,13 @@ impl RoundTrip {
                 }
                 None => None,
             };
+            // The action after a skipped wait: record what it meets, before it acts.
+            if let (Some(p), Some((_, met @ None))) = (viewport_point, x.skipped_waits.last_mut()) {
+                let js = NEXT_ACTION_MET
+                    .replace("{x}", &p.x.to_string())
+                    .replace("{y}", &p.y.to_string());
+                *met = Some(self.page.eval(&js).await?);
+            }
             let dispatch_error = self
                 .fault
                 .as_ref()
@@ -168,6 +183,12 @@ impl RoundTrip {
                 Action::Scroll { dx, dy } => {
                     self.page.scroll(*dx, *dy).await?;
                     let m = format!("Scrolled by ({dx}, {dy}).");
+                    (m.clone(), m)
+                }
+                Action::Wait { ms } if self.fault.as_ref().is_some_and(FaultPlan::skips_waits) => {
+                    // The faulty tool returns at once and says it waited.
+                    x.skipped_waits.push((*ms, None));
+                    let m = format!("Waited {ms} ms.");
                     (m.clone(), m)
                 }
                 Action::Wait { ms } => {

@@ -337,6 +337,11 @@ impl RoundTrip {
                 self.crash_witness = fault.crash_witness(&reported);
             }
         }
+        if let Some(fault) = &self.fault {
+            let settle_skipped = self.settle_ms(&actions, &execution);
+            witness =
+                witness.or(fault.skipped_waits_witness(&execution.skipped_waits, settle_skipped));
+        }
         let load_error = self.settle(&actions, &execution).await?;
         let (tool_message, feedback_witness) = feedback::report(
             self.fault.as_ref(),

@@ -4,7 +4,8 @@
 //! The settle wait is the hover settle after a hover (tooltips need time; the
 //! `observe.capture_before_tooltip` fault skips it), the short settle after other browser
 //! actions, and nothing after a reply that only waited, answered or stopped; whatever
-//! the reply waited itself counts against it.
+//! the reply waited itself counts against it. The `tool.capture_before_settled` fault
+//! skips it altogether, as it skips the reply's own waits (execute stage).
 
 use crate::engine::browser::Capture;
 use crate::engine::roundtrip::execute::Execution;
@@ -22,23 +23,11 @@ impl RoundTrip {
         actions: &[Action],
         execution: &Execution,
     ) -> Result<Option<String>> {
-        let browser_acted = actions.iter().any(Action::is_browser_action);
-        let skip_hover_settle = self
-            .fault
-            .as_ref()
-            .is_some_and(FaultPlan::skips_hover_settle);
-        let settle = if execution.hovered {
-            if skip_hover_settle {
-                0
-            } else {
-                self.timing.hover_settle_ms
-            }
-        } else if browser_acted {
-            self.timing.settle_ms
-        } else {
+        let settle = if self.fault.as_ref().is_some_and(FaultPlan::skips_waits) {
             0
+        } else {
+            self.settle_ms(actions, execution)
         };
-        let settle = settle.saturating_sub(execution.waited_ms);
         match self.timing.stable {
             // The stable mode replaces every settle wait the fixed mode would make.
             Some(st) if settle > 0 => {
@@ -83,6 +72,28 @@ impl RoundTrip {
             )));
         }
         Ok(None)
+    }
+
+    /// The settle wait an honest observe stage makes after `actions` (the fixed mode's
+    /// length; the stable mode replaces any non-zero one with its own wait).
+    pub(super) fn settle_ms(&self, actions: &[Action], execution: &Execution) -> u64 {
+        let browser_acted = actions.iter().any(Action::is_browser_action);
+        let skip_hover_settle = self
+            .fault
+            .as_ref()
+            .is_some_and(FaultPlan::skips_hover_settle);
+        let settle = if execution.hovered {
+            if skip_hover_settle {
+                0
+            } else {
+                self.timing.hover_settle_ms
+            }
+        } else if browser_acted {
+            self.timing.settle_ms
+        } else {
+            0
+        };
+        settle.saturating_sub(execution.waited_ms)
     }
 
     /// Captures an observation and remembers its page-clock interval for the ledger.
