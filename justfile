@@ -47,11 +47,11 @@ bench-run: chromium
 bench-view: chromium
     cargo bench -p faultline --bench view
 
-# A bounded soak: about TRIALS detection trials with the browser SIGKILLed KILLS times at
+# A bounded soak: about TRIALS detection trials (the catalogue's faults on its six tasks) with the browser SIGKILLed KILLS times at
 # random moments; prints items completed, retries, final infrastructure failures, peak
 # RSS (results/soak/rss.csv: RSS every second) and leaked browser processes and profile
 # directories.
-soak TRIALS="5000" KILLS="5": chromium
+soak TRIALS="2440" KILLS="4": chromium
     cargo build --release --quiet --bin faultline
     examples/soak/soak.sh {{TRIALS}} {{KILLS}} "${CARGO_TARGET_DIR:-target}/release/faultline"
 

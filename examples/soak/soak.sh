@@ -12,10 +12,16 @@ kills=${2:-5}
 bin=${3:-target/release/faultline}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# The default config: 4 tasks x (1 fault + 1 working trial) = 8 trials per layout.
-layouts=$(( (trials + 7) / 8 ))
+# The catalogue's six tasks under every fault that applies to them: about 61 trials per
+# layout, replaying the committed oracle decisions (40 layouts a task), so the soak
+# measures trials, not the oracle recording decisions. Beyond 40 layouts (about 2,440
+# trials) the oracle records the missing decisions first, under the same kills.
+layouts=$(( (trials + 60) / 61 ))
 cat > "$tmp/soak.toml" <<TOML
 layouts = $layouts
+tasks = ["search", "grid", "frame", "chart", "form", "select"]
+policies = ["unverified", "generic", "pixel", "outcome"]
+faults = ["all"]
 [recovery]
 enabled = false
 [liveness]
@@ -63,6 +69,14 @@ echo "trials stored:        $stored"
 echo "failed attempts:      $attempts (retried, in infra_errors)"
 echo "final infra failures: $failed"
 grep -h "infra:" "$tmp/run.log" || true
+# Flat or growing: the median RSS of the first and the last quarter of the run.
+samples=$(( $(wc -l < "$out/rss.csv") - 1 ))
+q=$(( samples / 4 > 0 ? samples / 4 : 1 ))
+median() { # median of column $1 over the first (head) or last (tail) quarter
+  tail -n +2 "$out/rss.csv" | "$2" -n "$q" | cut -d, -f"$1" | sort -n | sed -n "$(( (q + 1) / 2 ))p"
+}
+quarters="faultline $(( $(median 2 head) / 1024 )) -> $(( $(median 2 tail) / 1024 )) MiB, browser group $(( $(median 3 head) / 1024 )) -> $(( $(median 3 tail) / 1024 )) MiB"
+echo "median RSS, first -> last quarter: $quarters"
 echo "peak RSS:             faultline $(( peak_f / 1024 )) MiB, browser group $(( peak_b / 1024 )) MiB ($out/rss.csv: every second)"
 echo "left behind:          $left_procs browser processes, $left_dirs profile directories"
 if [ -f "$tmp/run/infra_retries.csv" ]; then
