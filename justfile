@@ -20,9 +20,10 @@ test: chromium
     @if pgrep -f '[f]aultline-chromium-' > /dev/null; then echo "Chromium processes survived the tests:"; pgrep -af '[f]aultline-chromium-'; exit 1; fi
     @echo "no Chromium process survived the test suite"
 
-# Benchmarks: cluster bootstrap, plugin protocol overhead, detection wall time, full report
-# rebuild time, viewer.
-bench: bench-stats bench-plugin bench-run bench-view
+# Benchmarks: cluster bootstrap, plugin protocol overhead, the default run's costs, full
+# report rebuild time, viewer. `just bench build` adds a cold release build.
+bench *WHAT: bench-stats bench-plugin bench-run bench-view
+    @if [ "{{WHAT}}" = "build" ]; then just bench-build; fi
 
 # One judgement through the example Python verifier's process vs the built-in `generic` (criterion).
 bench-plugin:
@@ -32,15 +33,44 @@ bench-plugin:
 bench-stats:
     cargo bench -p faultline-analysis --bench bootstrap -- --warm-up-time 1 --measurement-time 3
 
-# A timed default run (it prints its detection wall time) and a timed report rebuild.
+# The default run, timed: wall per phase, items/s, CPU per item (faultline and Chromium),
+# peak memory, isolation and the per-stage breakdown (`faultline costs`); then a sample
+# run one item at a time, where each stage's CPU is the item's own; then a timed report
+# rebuild. Load averages are printed with each: on a shared machine they matter.
 bench-run: chromium
     #!/usr/bin/env bash
     set -euo pipefail
     cargo build --release --quiet --bin faultline
     tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+    load() { echo "load average ($1): $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"; }
+    load before
+    start=$EPOCHREALTIME
     cargo run --release --quiet --bin faultline -- run --out "$tmp/run"
+    echo "default run: $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s wall in all (report and viewer included)"
+    load after
+    cargo run --release --quiet --bin faultline -- costs "$tmp/run"
+    echo
+    echo "one item at a time (the first 40 trials and 10 episodes): each stage's own CPU"
+    cargo run --release --quiet --bin faultline -- run --jobs 1 --max-trials 40 --max-episodes 10 --out "$tmp/profile" > /dev/null 2>&1
+    cargo run --release --quiet --bin faultline -- costs "$tmp/profile"
+    load after
     TIMEFORMAT="report rebuilt from results.sqlite (tables, intervals, paired bootstraps, plots): %R s wall"
     time cargo run --release --quiet --bin faultline -- report "$tmp/run/results.sqlite" > /dev/null
+
+# A cold release build of faultline in a scratch target directory (deleted afterwards),
+# timed; cargo's per-crate timing report is kept as target/cargo-timing-cold.html.
+bench-build:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+    echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
+    start=$EPOCHREALTIME
+    CARGO_TARGET_DIR="$tmp" cargo build --release --quiet --bin faultline --timings
+    echo "cold release build: $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s wall"
+    echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    out="${CARGO_TARGET_DIR:-target}"; mkdir -p "$out"
+    cp "$tmp"/cargo-timings/cargo-timing.html "$out/cargo-timing-cold.html"
+    echo "per-crate timings: $out/cargo-timing-cold.html"
 
 # The trace viewer on a synthetic catalogue-sized run (1,000 trials, 400 episodes):
 # generation time, cold and warm, and the run page's load time in Chromium.

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 /// Bumped whenever a table or column changes meaning.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Schema history, so older databases still open:
 ///
@@ -30,6 +30,12 @@ pub const SCHEMA_VERSION: i64 = 3;
 ///   not judge (crash, hang, malformed answer, wrong protocol version), stored apart from
 ///   the verdicts. Older databases gain the (empty) table when opened for writing; read
 ///   only, they simply have no infrastructure errors.
+/// - 4: new tables `stage_costs` (wall and CPU milliseconds per stage of every trial and
+///   episode) and `phase_costs` (each phase's wall time, CPU of faultline and of Chromium,
+///   peak memory, jobs and isolation). They hold costs, not results: no table, CSV or
+///   report section reads them, and two runs with the same seed differ only there.
+///   Older databases gain the (empty) tables when opened for writing; read only, they
+///   have no costs.
 const MIGRATE_1_TO_2: &str = r#"
 ALTER TABLE trials ADD COLUMN layer TEXT;
 ALTER TABLE trials ADD COLUMN not_fired_reason TEXT;
@@ -123,6 +129,25 @@ CREATE TABLE IF NOT EXISTS episode_steps (
     usage            TEXT,
     PRIMARY KEY (episode_key, step)
 );
+CREATE TABLE IF NOT EXISTS stage_costs (
+    item_key TEXT NOT NULL,
+    stage    TEXT NOT NULL,
+    wall_ms  REAL NOT NULL,
+    cpu_ms   REAL NOT NULL,
+    PRIMARY KEY (item_key, stage)
+);
+CREATE TABLE IF NOT EXISTS phase_costs (
+    phase               TEXT NOT NULL,
+    started_at          TEXT NOT NULL,
+    items               INTEGER NOT NULL,
+    jobs                INTEGER NOT NULL,
+    isolation           TEXT NOT NULL,
+    wall_ms             REAL NOT NULL,
+    cpu_ours_ms         REAL NOT NULL,
+    cpu_browser_ms      REAL NOT NULL,
+    peak_rss_ours_kib   INTEGER NOT NULL,
+    peak_rss_browser_kib INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS infra_errors (
     item_key    TEXT NOT NULL,
     policy      TEXT NOT NULL,
@@ -133,6 +158,47 @@ CREATE TABLE IF NOT EXISTS infra_errors (
     PRIMARY KEY (item_key, policy, attempt)
 );
 "#;
+
+/// What one stage of one trial or episode cost (see schema version 4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageCostRow {
+    /// The trial or episode key.
+    pub item_key: String,
+    /// The stage's name (`setup`, `navigation`, `actions`, `settle`, `capture`, `dom`,
+    /// `witness`, `policies`, `agent`, `scoring`, `storage`).
+    pub stage: String,
+    /// Wall milliseconds spent in the stage.
+    pub wall_ms: f64,
+    /// CPU milliseconds of faultline and Chromium during the stage (attributable to the
+    /// item only when one item ran at a time).
+    pub cpu_ms: f64,
+}
+
+/// What one phase of one invocation cost (see schema version 4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseCostRow {
+    /// `detection` or `recovery`.
+    pub phase: String,
+    /// When the phase started, in Unix seconds (`1764777600.123`); a resumed run adds a
+    /// row.
+    pub started_at: String,
+    /// Items run (not those already stored).
+    pub items: u64,
+    /// Items run at once.
+    pub jobs: u64,
+    /// How items were isolated from each other (e.g. `fresh_context`).
+    pub isolation: String,
+    /// Wall milliseconds of the phase.
+    pub wall_ms: f64,
+    /// CPU of faultline itself.
+    pub cpu_ours_ms: f64,
+    /// CPU of Chromium (every process it started).
+    pub cpu_browser_ms: f64,
+    /// faultline's peak resident set, in KiB.
+    pub peak_rss_ours_kib: u64,
+    /// The largest sampled sum of Chromium's processes' resident sets, in KiB.
+    pub peak_rss_browser_kib: u64,
+}
 
 /// One stored trial (the columns analysis needs are typed; the rest are JSON text).
 ///
@@ -369,12 +435,12 @@ impl ResultsDb {
         match db.meta("schema_version")? {
             None => db.set_meta("schema_version", &SCHEMA_VERSION.to_string())?,
             Some(v) if v == SCHEMA_VERSION.to_string() => {}
-            Some(v) if v == "1" || v == "2" => {
+            Some(v) if v == "1" || v == "2" || v == "3" => {
                 let tx = db.conn.transaction()?;
                 if v == "1" {
                     tx.execute_batch(MIGRATE_1_TO_2)?;
                 }
-                // 2 to 3 adds a table, which `SCHEMA` has just created.
+                // 2 to 3 and 3 to 4 add tables, which `SCHEMA` has just created.
                 tx.execute(
                     "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
                     [SCHEMA_VERSION.to_string()],
@@ -574,6 +640,20 @@ impl ResultsDb {
         verdicts: &[VerdictRow],
         infra: &[InfraErrorRow],
     ) -> Result<()> {
+        self.insert_trial_with_costs(t, verdicts, infra, Vec::new)
+    }
+
+    /// [`ResultsDb::insert_trial_with_infra`], with the trial's stage costs in the same
+    /// transaction: `costs` is called once the result rows are inserted, just before the
+    /// commit (so a storage stage it reports can cover the inserts), and a stored trial
+    /// always has its costs.
+    pub fn insert_trial_with_costs(
+        &mut self,
+        t: &TrialRow,
+        verdicts: &[VerdictRow],
+        infra: &[InfraErrorRow],
+        costs: impl FnOnce() -> Vec<StageCostRow>,
+    ) -> Result<()> {
         let tx = self.conn.transaction()?;
         tx.execute(
             "INSERT INTO trials (trial_key, experiment, task, layout_index, layout_seed, trial_seed, condition, fault, stage, fired, witness, decision_source, reply, actions, executed, tool_message, observation_text, before_png, after_png, evidence, truth_achieved, truth_detail, ledger, duration_ms, layer, not_fired_reason)
@@ -617,6 +697,7 @@ impl ResultsDb {
         for e in infra {
             insert_infra(&tx, e)?;
         }
+        insert_costs(&tx, &costs())?;
         tx.commit()?;
         Ok(())
     }
@@ -655,6 +736,91 @@ impl ResultsDb {
                     reason: r.get(3)?,
                     stderr_tail: r.get(4)?,
                     attempt: r.get(5)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Stores what one trial or episode cost, stage by stage. Replaces any costs stored
+    /// for the same item and stage.
+    pub fn insert_stage_costs(&mut self, rows: &[StageCostRow]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        insert_costs(&tx, rows)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Stores what a phase cost.
+    pub fn insert_phase_cost(&mut self, r: &PhaseCostRow) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO phase_costs (phase, started_at, items, jobs, isolation, wall_ms, cpu_ours_ms, cpu_browser_ms, peak_rss_ours_kib, peak_rss_browser_kib) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                r.phase,
+                r.started_at,
+                r.items as i64,
+                r.jobs as i64,
+                r.isolation,
+                r.wall_ms,
+                r.cpu_ours_ms,
+                r.cpu_browser_ms,
+                r.peak_rss_ours_kib as i64,
+                r.peak_rss_browser_kib as i64
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn has_table(&self, name: &str) -> Result<bool> {
+        Ok(self.conn.query_row(
+            "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [name],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Every stored stage cost, by item and stage (none before version 4).
+    pub fn stage_costs(&self) -> Result<Vec<StageCostRow>> {
+        if !self.has_table("stage_costs")? {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT item_key, stage, wall_ms, cpu_ms FROM stage_costs ORDER BY item_key, stage",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(StageCostRow {
+                    item_key: r.get(0)?,
+                    stage: r.get(1)?,
+                    wall_ms: r.get(2)?,
+                    cpu_ms: r.get(3)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Every stored phase cost, in the order the phases ran (none before version 4).
+    pub fn phase_costs(&self) -> Result<Vec<PhaseCostRow>> {
+        if !self.has_table("phase_costs")? {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT phase, started_at, items, jobs, isolation, wall_ms, cpu_ours_ms, cpu_browser_ms, peak_rss_ours_kib, peak_rss_browser_kib FROM phase_costs ORDER BY rowid",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(PhaseCostRow {
+                    phase: r.get(0)?,
+                    started_at: r.get(1)?,
+                    items: r.get::<_, i64>(2)? as u64,
+                    jobs: r.get::<_, i64>(3)? as u64,
+                    isolation: r.get(4)?,
+                    wall_ms: r.get(5)?,
+                    cpu_ours_ms: r.get(6)?,
+                    cpu_browser_ms: r.get(7)?,
+                    peak_rss_ours_kib: r.get::<_, i64>(8)? as u64,
+                    peak_rss_browser_kib: r.get::<_, i64>(9)? as u64,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -710,6 +876,19 @@ impl ResultsDb {
         e: &EpisodeRow,
         steps: &[EpisodeStepRow],
         infra: &[InfraErrorRow],
+    ) -> Result<()> {
+        self.insert_episode_with_costs(e, steps, infra, Vec::new)
+    }
+
+    /// [`ResultsDb::insert_episode_with_infra`], with the episode's stage costs in the
+    /// same transaction (`costs` is called just before the commit, as for
+    /// [`ResultsDb::insert_trial_with_costs`]).
+    pub fn insert_episode_with_costs(
+        &mut self,
+        e: &EpisodeRow,
+        steps: &[EpisodeStepRow],
+        infra: &[InfraErrorRow],
+        costs: impl FnOnce() -> Vec<StageCostRow>,
     ) -> Result<()> {
         let tx = self.conn.transaction()?;
         for i in infra {
@@ -774,6 +953,7 @@ impl ResultsDb {
             )
             .with_context(|| format!("storing step {} of episode {}", s.step, s.episode_key))?;
         }
+        insert_costs(&tx, &costs())?;
         tx.commit()?;
         Ok(())
     }
@@ -822,6 +1002,17 @@ impl ResultsDb {
                 r.get::<_, i64>(0)
             })? as u64)
     }
+}
+
+/// Stage cost rows, replacing any stored for the same item and stage.
+fn insert_costs(tx: &rusqlite::Transaction<'_>, rows: &[StageCostRow]) -> Result<()> {
+    let mut stmt = tx.prepare(
+        "INSERT OR REPLACE INTO stage_costs (item_key, stage, wall_ms, cpu_ms) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for r in rows {
+        stmt.execute(params![r.item_key, r.stage, r.wall_ms, r.cpu_ms])?;
+    }
+    Ok(())
 }
 
 /// One infrastructure error; an attempt already stored for the same (item, policy) is
@@ -1159,6 +1350,44 @@ pub(crate) mod tests {
         assert_eq!(db.count("episode_steps").unwrap(), 0);
     }
 
+    #[test]
+    fn costs_are_stored_apart_from_results() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = ResultsDb::open(&dir.path().join("r.sqlite")).unwrap();
+        db.insert_trial(&row("t"), &[]).unwrap();
+        let before = db.trials().unwrap();
+        let cost = |stage: &str, wall_ms: f64| StageCostRow {
+            item_key: "t".into(),
+            stage: stage.into(),
+            wall_ms,
+            cpu_ms: 1.5,
+        };
+        db.insert_stage_costs(&[cost("capture", 40.0), cost("settle", 120.0)])
+            .unwrap();
+        // Storing the costs again (a retried store) replaces them.
+        db.insert_stage_costs(&[cost("capture", 41.0)]).unwrap();
+        let phase = PhaseCostRow {
+            phase: "detection".into(),
+            started_at: "1764777600.000".into(),
+            items: 1,
+            jobs: 2,
+            isolation: "fresh_context".into(),
+            wall_ms: 500.0,
+            cpu_ours_ms: 20.0,
+            cpu_browser_ms: 300.0,
+            peak_rss_ours_kib: 30_000,
+            peak_rss_browser_kib: 400_000,
+        };
+        db.insert_phase_cost(&phase).unwrap();
+        assert_eq!(
+            db.stage_costs().unwrap(),
+            vec![cost("capture", 41.0), cost("settle", 120.0)]
+        );
+        assert_eq!(db.phase_costs().unwrap(), vec![phase]);
+        // The results read back exactly as before: costs live in their own tables.
+        assert_eq!(db.trials().unwrap(), before);
+    }
+
     /// A database written by schema version 1 (the detection-only release).
     fn version_1_database(path: &Path) {
         let conn = Connection::open(path).unwrap();
@@ -1184,6 +1413,8 @@ pub(crate) mod tests {
         // The reference fault's own layer stands in for the one version 1 did not store.
         assert_eq!(trials[0].fault_layer(), Some(Layer::Execution));
         assert!(ro.episodes().unwrap().is_empty());
+        assert!(ro.stage_costs().unwrap().is_empty());
+        assert!(ro.phase_costs().unwrap().is_empty());
         drop(ro);
         // Opening for writing migrates in place and keeps every stored trial.
         let mut db = ResultsDb::open(&path).unwrap();
@@ -1336,6 +1567,8 @@ pub(crate) mod tests {
                 ("verdicts".to_string(), 1),
                 ("episodes".to_string(), 1),
                 ("episode_steps".to_string(), 2),
+                ("stage_costs".to_string(), 0),
+                ("phase_costs".to_string(), 0),
                 ("infra_errors".to_string(), 0),
                 ("extra".to_string(), 1)
             ]

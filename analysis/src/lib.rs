@@ -15,6 +15,7 @@
 
 pub mod compare;
 pub mod config;
+pub mod costs;
 pub mod db;
 pub mod format;
 pub mod gate;

@@ -49,6 +49,9 @@ pub enum Command {
     Import(ImportArgs),
     /// Rebuild the tables and report of a stored run from its database alone.
     Report(ReportArgs),
+    /// Print what a stored run cost: each phase's wall time, items/s, CPU per item
+    /// (faultline and Chromium), peak memory, and each item's time by stage.
+    Costs(CostsArgs),
     /// List the fault catalogue (or the tasks, policies or agents).
     List(ListArgs),
     /// Write the trace viewer of a stored run: a static site opened from disk.
@@ -252,6 +255,13 @@ pub struct ImportArgs {
     pub out: Option<PathBuf>,
 }
 
+/// `faultline costs`: the run whose costs to print.
+#[derive(Debug, Args)]
+pub struct CostsArgs {
+    /// A run directory or its results.sqlite.
+    pub run: PathBuf,
+}
+
 /// `faultline report`: the database, the output directory and the interval settings.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -297,6 +307,7 @@ pub async fn dispatch(cli: Cli) -> Result<()> {
         Command::Record(args) => record(args).await,
         Command::Import(args) => import(args),
         Command::Report(args) => report(args),
+        Command::Costs(args) => costs(args),
         Command::List(args) => list(args),
         Command::View(args) => view(args),
         Command::Gate(args) => gate(args),
@@ -824,6 +835,17 @@ fn import(args: ImportArgs) -> Result<()> {
         set.decisions.len(),
         out.display()
     );
+    Ok(())
+}
+
+fn costs(args: CostsArgs) -> Result<()> {
+    let path = if args.run.is_dir() {
+        args.run.join("results.sqlite")
+    } else {
+        args.run
+    };
+    let db = faultline_analysis::db::ResultsDb::open_read_only(&path).map_err(usage)?;
+    print!("{}", faultline_analysis::costs::summary(&db)?);
     Ok(())
 }
 

@@ -5,6 +5,7 @@
 //! SIGKILL), the kernel kills its browser too, and no Chromium outlives a run or a test.
 //! Every trial runs in its own browser context (fresh cookies, storage and cache).
 
+use crate::engine::cost::{Span, Stage, StageCosts};
 use crate::engine::liveness::{guard, InfraFailure, InfraKind, Liveness, Vital, VitalSender};
 use anyhow::{anyhow, bail, Context, Result};
 use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
@@ -249,6 +250,8 @@ impl BrowserHandle {
             while handler.next().await.is_some() {}
             dead.dead("the DevTools connection closed");
         });
+        // Its processes' CPU and memory count as the run's (see `engine::cost`).
+        crate::engine::cost::register_browser(pid);
         let version = browser
             .version()
             .await
@@ -350,6 +353,7 @@ impl BrowserHandle {
     }
 
     fn kill_group(&self) {
+        crate::engine::cost::unregister_browser(self.pid);
         // SAFETY: killpg only sends a signal; the group is the one we created.
         unsafe { libc::killpg(self.pid as libc::pid_t, libc::SIGKILL) };
     }
@@ -419,6 +423,7 @@ async fn open_trial_page(
     viewport: Size,
     url: String,
 ) -> Result<TrialPage> {
+    let setup = Span::start(Stage::SetupAhead);
     let call = liveness.call();
     let context = guard(
         "creating a browser context",
@@ -444,7 +449,7 @@ async fn open_trial_page(
     // The page's own signal: its renderer crashed, or its target went away.
     let (dead, page_alive) = Vital::new();
     let watcher = watch_page(&browser, &page, dead, alive, call).await?;
-    let trial = TrialPage {
+    let mut trial = TrialPage {
         browser,
         context: Some(context),
         page,
@@ -454,6 +459,7 @@ async fn open_trial_page(
         alive: page_alive,
         watcher,
         liveness,
+        costs: StageCosts::default(),
     };
     trial
         .cdp(
@@ -466,6 +472,7 @@ async fn open_trial_page(
             ),
         )
         .await?;
+    setup.end(&mut trial.costs);
     Ok(trial)
 }
 
@@ -547,6 +554,9 @@ pub struct TrialPage {
     alive: Vital,
     watcher: tokio::task::JoinHandle<()>,
     liveness: Liveness,
+    /// What the page has cost so far, stage by stage (opening it, ahead of time, is
+    /// [`Stage::SetupAhead`]).
+    pub costs: StageCosts,
 }
 
 impl Drop for TrialPage {
@@ -1031,6 +1041,7 @@ impl TrialPage {
     pub async fn capture(&mut self, image: Size) -> Result<Capture> {
         let id = self.captures;
         self.captures += 1;
+        let span = Span::start(Stage::Capture);
         let begin_ms = self.page_now().await?;
         let params = CaptureScreenshotParams {
             format: Some(CaptureScreenshotFormat::Png),
@@ -1046,6 +1057,8 @@ impl TrialPage {
         };
         let shot = self.cdp("taking a screenshot", params).await?;
         let png = base64_decode(shot.result.data.as_ref())?;
+        span.end(&mut self.costs);
+        let span = Span::start(Stage::Dom);
         let (state, end_ms) = self.page_state_at().await?;
         let text = state
             .frames
@@ -1054,6 +1067,7 @@ impl TrialPage {
             .filter(|t| !t.is_empty())
             .collect::<Vec<_>>()
             .join("\n");
+        span.end(&mut self.costs);
         Ok(Capture {
             id,
             png,

@@ -23,6 +23,7 @@
 //! the agent or the policy: they get [`AgentView`] and [`Evidence`] values only.
 
 use crate::agent::{Agent, AgentView, HistoryEntry, PolicyFeedback, TokenUsage};
+use crate::engine::cost::{Span, Stage, StageCosts};
 use crate::engine::liveness::InfraFailure;
 use crate::engine::roundtrip::parse_stage;
 use crate::engine::session::Session;
@@ -131,6 +132,8 @@ pub struct EpisodeResult {
     /// recovery, and is stored as an infrastructure error only (its stop reason and
     /// truth mean nothing then).
     pub infra_error: Option<faultline_policies::InfraError>,
+    /// What the episode cost, stage by stage (storage is added by the caller).
+    pub costs: StageCosts,
 }
 
 /// What an episode is.
@@ -189,6 +192,7 @@ pub async fn run_episode(engine: &Engine, spec: &EpisodeSpec<'_>) -> Result<Epis
         usage: transcript.usage,
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         infra_error: transcript.infra_error,
+        costs: finished.costs,
     })
 }
 
@@ -331,6 +335,7 @@ async fn drive(
         if !from_decision {
             spent += browser;
         }
+        let judging = Span::start(Stage::Policies);
         let judged = crate::plugin::policy::judge_one(
             spec.policy,
             &Evidence {
@@ -343,6 +348,7 @@ async fn drive(
                 after_state: &outcome.after_state,
             },
         );
+        judging.end(session.costs());
         let judgement = match judged {
             Ok(j) => j,
             Err(e) => {
@@ -408,7 +414,10 @@ async fn drive(
             seed: spec.seed,
         };
         let left = deadline.saturating_duration_since(Instant::now());
-        let Ok(replied) = tokio::time::timeout(left, spec.agent.reply(view)).await else {
+        let thinking = Span::start(Stage::Agent);
+        let replied = tokio::time::timeout(left, spec.agent.reply(view)).await;
+        thinking.end(session.costs());
+        let Ok(replied) = replied else {
             break 'episode StopReason::TimeLimit;
         };
         match replied {

@@ -3,6 +3,8 @@
 //!
 //! From the bottom up:
 //!
+//! - [`cost`]: what each stage of a trial or an episode cost (wall and CPU), and what a
+//!   phase cost (CPU of faultline and Chromium, peak memory);
 //! - [`browser`]: launching Chromium (its own process group, a private profile), the pool
 //!   of fresh pages (one browser context each) and the CDP calls a trial makes;
 //! - [`session`]: one page under one ledger scope with the fault's site side armed — the
@@ -18,6 +20,7 @@
 //!   feedback until it stops or runs out of budget).
 
 pub mod browser;
+pub mod cost;
 pub mod episode;
 pub mod liveness;
 pub mod roundtrip;

@@ -13,6 +13,7 @@
 //! page closed. Trials, episodes and both recorders used to write that cleanup by hand,
 //! each a little differently; now none of them can forget it.
 
+use crate::engine::cost::{Span, Stage, StageCosts};
 use crate::engine::roundtrip::RoundTrip;
 use crate::engine::Engine;
 use anyhow::Result;
@@ -45,6 +46,8 @@ pub struct Finished {
     pub ledger: Ledger,
     /// The truth judged from the ledger: whether the task's outcome was achieved.
     pub truth: Truth,
+    /// What the session cost, stage by stage (see [`crate::engine::cost`]).
+    pub costs: StageCosts,
 }
 
 impl<'e> Session<'e> {
@@ -71,16 +74,20 @@ impl<'e> Session<'e> {
         if let Some(injection) = fault.as_ref().and_then(|f| f.site(layout)) {
             engine.server.arm(&session.scope, injection);
         }
-        let page = engine.take_page().await?;
+        let waiting = Span::start(Stage::Setup);
+        let mut page = engine.take_page().await?;
+        waiting.end(&mut page.costs);
         let rt = session.rt.insert(
             RoundTrip::new(page, layout, fault, image, engine.timing).with_site_probe({
                 let (server, scope) = (engine.server.clone(), session.scope.clone());
                 std::sync::Arc::new(move || server.in_flight(&scope) > 0)
             }),
         );
+        let loading = Span::start(Stage::Navigation);
         rt.page
             .goto(&engine.server.page_url(&session.scope, layout))
             .await?;
+        loading.end(&mut rt.page.costs);
         Ok(session)
     }
 
@@ -89,6 +96,11 @@ impl<'e> Session<'e> {
         self.rt
             .as_mut()
             .expect("a session has its page until it is finished")
+    }
+
+    /// What the session has cost so far, to add the caller's own stages to.
+    pub fn costs(&mut self) -> &mut StageCosts {
+        &mut self.rt().page.costs
     }
 
     /// Flushes the page's ledger requests, then notes in the ledger what the harness
@@ -100,6 +112,7 @@ impl<'e> Session<'e> {
             .rt
             .as_mut()
             .expect("a session has its page until it is finished");
+        let span = Span::start(Stage::Scoring);
         // A page the armed fault crashed has nothing left to send (its keepalive
         // requests were handed to the browser before it died).
         let crashed_by_fault =
@@ -114,6 +127,7 @@ impl<'e> Session<'e> {
         if let Some(a) = answer {
             engine.scorer.note_answer(scope, a, rt.last_capture());
         }
+        span.end(&mut rt.page.costs);
         Ok(())
     }
 
@@ -129,6 +143,7 @@ impl<'e> Session<'e> {
     /// Disarms the scope (its fault events become the site witness when one of them is
     /// the fault firing), takes and judges the ledger, and closes the page.
     pub fn finish(mut self) -> Finished {
+        let span = Span::start(Stage::Scoring);
         let events = self.engine.server.disarm(&self.scope);
         let (ledger, truth) = self.engine.scorer.score(&self.scope, &self.layout);
         self.settled = true;
@@ -140,10 +155,17 @@ impl<'e> Session<'e> {
                 serde_json::json!({ "site_events": events }),
             ))
         });
+        let mut costs = self
+            .rt
+            .as_ref()
+            .map(|rt| rt.page.costs.clone())
+            .unwrap_or_default();
+        span.end(&mut costs);
         Finished {
             site_witness,
             ledger,
             truth,
+            costs,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! evidence only; the ledger is read afterwards, by the [`crate::engine::Scorer`] (through
 //! the [`Session`]), which alone holds the ledger key.
 
+use crate::engine::cost::{Span, Stage, StageCosts};
 use crate::engine::session::Session;
 use crate::engine::Engine;
 use anyhow::{Context, Result};
@@ -45,6 +46,8 @@ pub struct TrialResult {
     pub duration_ms: f64,
     /// Set when the reply could not be parsed (no browser action was taken).
     pub parse_error: Option<String>,
+    /// What the trial cost, stage by stage (storage is added by the caller).
+    pub costs: StageCosts,
 }
 
 #[derive(Serialize)]
@@ -99,6 +102,7 @@ pub async fn run_trial(
                 truth: finished.truth,
                 duration_ms: started.elapsed().as_secs_f64() * 1000.0,
                 parse_error: Some(parse_error.0),
+                costs: finished.costs,
             });
         }
     };
@@ -113,7 +117,9 @@ pub async fn run_trial(
         before_state: &before_state,
         after_state: &step.after_state,
     };
+    let span = Span::start(Stage::Policies);
     let judgements = crate::plugin::policy::judge_all(&engine.policies, &evidence);
+    span.end(session.costs());
     // Only now is the ledger read, after the harness adds what it witnessed itself.
     session.record(step.answer.as_deref()).await?;
     let finished = session.finish();
@@ -137,5 +143,6 @@ pub async fn run_trial(
         truth: finished.truth,
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         parse_error: None,
+        costs: finished.costs,
     })
 }

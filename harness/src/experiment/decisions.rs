@@ -112,7 +112,7 @@ pub async fn record_missing(
             })
             .await?
             {
-                Attempted::Done(d, _) => d,
+                Attempted::Done(d, _, _) => d,
                 Attempted::Failed(failures) => bail!(
                     "recording the oracle decision for {task} layout {index}: {} attempt(s) failed ({}); `--resume` records it again",
                     failures.len(),

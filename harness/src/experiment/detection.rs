@@ -5,10 +5,11 @@
 use super::phase::{pending, run_phase, PhaseSummary};
 use super::retry::{with_retries, Attempted};
 use super::RunRequest;
+use crate::engine::cost::{Span, Stage, StageCosts};
 use crate::engine::trial::{run_trial, Condition, TrialResult};
 use crate::engine::Engine;
 use anyhow::{Context, Result};
-use faultline_analysis::db::{InfraErrorRow, ResultsDb, TrialRow, VerdictRow};
+use faultline_analysis::db::{InfraErrorRow, ResultsDb, StageCostRow, TrialRow, VerdictRow};
 use faultline_faults::{Fault, FaultPlan};
 use faultline_tasks::seed::derive;
 use faultline_tasks::{Decision, DecisionSet};
@@ -110,8 +111,9 @@ pub async fn run(
             }
         },
         |(spec, result)| match result {
-            Attempted::Done(r, failures) => {
+            Attempted::Done(mut r, failures, retried) => {
                 infra_failures += failures.len();
+                r.costs.merge(&retried);
                 store(db, shots, &spec, r, failures)
             }
             Attempted::Failed(failures) => {
@@ -125,7 +127,29 @@ pub async fn run(
     .await?;
     summary.infra_failures = infra_failures;
     summary.failed = failed;
+    if summary.run > 0 {
+        db.insert_phase_cost(&summary.cost_row("detection", config.jobs, ISOLATION))
+            .with_context(|| format!("writing {}", db.path().display()))?;
+    }
     Ok(summary)
+}
+
+/// How items are isolated from each other: a fresh browser context (and renderer
+/// process) each, opened ahead of time by the page pool.
+pub const ISOLATION: &str = "fresh_context";
+
+/// `costs` as stored rows for `item_key`.
+pub fn cost_rows(item_key: &str, costs: &StageCosts) -> Vec<StageCostRow> {
+    costs
+        .rows()
+        .into_iter()
+        .map(|(stage, wall_ms, cpu_ms)| StageCostRow {
+            item_key: item_key.to_string(),
+            stage: stage.to_string(),
+            wall_ms,
+            cpu_ms,
+        })
+        .collect()
 }
 
 /// Stores a finished trial: its screenshots, its row and every policy's verdict.
@@ -133,9 +157,10 @@ fn store(
     db: &mut ResultsDb,
     shots: &Path,
     spec: &TrialSpec,
-    r: TrialResult,
+    mut r: TrialResult,
     failed_attempts: Vec<InfraErrorRow>,
 ) -> Result<()> {
+    let span = Span::start(Stage::Storage);
     let stem = spec.key.replace('/', "-");
     let before = format!("shots/{stem}.before.png");
     let after = format!("shots/{stem}.after.png");
@@ -193,8 +218,14 @@ fn store(
             Err(e) => infra.push(crate::plugin::policy::infra_row(&spec.key, policy, e)),
         }
     }
-    db.insert_trial_with_infra(&row, &verdicts, &infra)
-        .with_context(|| format!("writing {}", db.path().display()))
+    // The costs go in the same transaction (timing data, in their own table); storage
+    // covers the screenshots and the inserts, not the commit.
+    let path = db.path().display().to_string();
+    db.insert_trial_with_costs(&row, &verdicts, &infra, || {
+        span.end(&mut r.costs);
+        cost_rows(&spec.key, &r.costs)
+    })
+    .with_context(|| format!("writing {path}"))
 }
 
 /// Writes a screenshot; a full disk names the file.

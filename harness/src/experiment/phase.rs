@@ -9,14 +9,16 @@
 //! every tenth of the phase or every 10 seconds, whichever comes first: done/total, rate
 //! and ETA.
 
+use crate::engine::cost::{PhaseCost, PhaseMeter};
 use anyhow::{Context, Result};
+use faultline_analysis::db::PhaseCostRow;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 
-/// Counts and wall time of one phase.
+/// Counts, wall time and cost of one phase.
 #[derive(Debug, Clone)]
 pub struct PhaseSummary {
     /// Items of the phase, stored before or now.
@@ -31,6 +33,28 @@ pub struct PhaseSummary {
     pub infra_failures: usize,
     /// Items that failed every attempt: listed, not stored; `--resume` tries them again.
     pub failed: usize,
+    /// When the phase started, in Unix seconds.
+    pub started_at: f64,
+    /// CPU and memory the phase used (faultline and Chromium).
+    pub cost: PhaseCost,
+}
+
+impl PhaseSummary {
+    /// The phase's cost as a stored row (`jobs` items at once, isolated as `isolation`).
+    pub fn cost_row(&self, phase: &str, jobs: usize, isolation: &str) -> PhaseCostRow {
+        PhaseCostRow {
+            phase: phase.to_string(),
+            started_at: format!("{:.3}", self.started_at),
+            items: self.run as u64,
+            jobs: jobs as u64,
+            isolation: isolation.to_string(),
+            wall_ms: self.wall.as_secs_f64() * 1000.0,
+            cpu_ours_ms: self.cost.cpu.ours_ms,
+            cpu_browser_ms: self.cost.cpu.browser_ms,
+            peak_rss_ours_kib: self.cost.peak_rss_ours_kib,
+            peak_rss_browser_kib: self.cost.peak_rss_browser_kib,
+        }
+    }
 }
 
 /// Of a phase's `items` (fixed before anything runs), those not yet stored, at most
@@ -198,6 +222,11 @@ where
     R: Send + 'static,
 {
     let mut bar = Progress::new(progress, name, total, skipped);
+    let started_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let meter = PhaseMeter::start();
     let started = Instant::now();
     let mut run = 0usize;
     let mut queue = items.into_iter();
@@ -215,13 +244,16 @@ where
         }
     }
     bar.finish();
+    let wall = started.elapsed();
     Ok(PhaseSummary {
         total,
         run,
         skipped,
-        wall: started.elapsed(),
+        wall,
         infra_failures: 0,
         failed: 0,
+        started_at,
+        cost: meter.finish(),
     })
 }
 

@@ -5,6 +5,7 @@ use super::phase::{pending, run_phase, PhaseSummary};
 use super::retry::{with_retries, Attempted};
 use super::RunRequest;
 use crate::agent::Agent;
+use crate::engine::cost::{Span, Stage};
 use crate::engine::episode::{run_episode, EpisodeResult, EpisodeSpec};
 use crate::engine::Engine;
 use anyhow::{anyhow, Context, Result};
@@ -130,8 +131,9 @@ pub async fn run(
             }
         },
         |(task, agent_name, result)| match result {
-            Attempted::Done(r, failures) => {
+            Attempted::Done(mut r, failures, retried) => {
                 infra_failures += failures.len();
+                r.costs.merge(&retried);
                 store_episode(db, shots, &task, &agent_name, r, failures)
             }
             Attempted::Failed(failures) => {
@@ -145,6 +147,14 @@ pub async fn run(
     .await?;
     summary.infra_failures = infra_failures;
     summary.failed = failed;
+    if summary.run > 0 {
+        db.insert_phase_cost(&summary.cost_row(
+            "recovery",
+            config.jobs,
+            super::detection::ISOLATION,
+        ))
+        .with_context(|| format!("writing {}", db.path().display()))?;
+    }
     Ok(summary)
 }
 
@@ -154,9 +164,10 @@ fn store_episode(
     shots: &Path,
     task: &EpisodeTask,
     agent: &str,
-    r: EpisodeResult,
+    mut r: EpisodeResult,
     mut failed_attempts: Vec<InfraErrorRow>,
 ) -> Result<()> {
+    let span = Span::start(Stage::Storage);
     // The policy could not judge: nothing was measured. The error is stored (and
     // reported); the episode is not, so a resumed run tries it again.
     if let Some(e) = &r.infra_error {
@@ -224,6 +235,11 @@ fn store_episode(
         ledger: serde_json::to_string(&r.ledger)?,
         duration_ms: r.duration_ms,
     };
-    db.insert_episode_with_infra(&row, &steps, &failed_attempts)
-        .with_context(|| format!("writing {}", db.path().display()))
+    // The costs go in the same transaction, as for a trial.
+    let path = db.path().display().to_string();
+    db.insert_episode_with_costs(&row, &steps, &failed_attempts, || {
+        span.end(&mut r.costs);
+        super::detection::cost_rows(&task.key, &r.costs)
+    })
+    .with_context(|| format!("writing {path}"))
 }

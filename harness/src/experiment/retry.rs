@@ -18,7 +18,12 @@
 //!   tries it again.
 //!
 //! Neither is ever a verdict, a detection, a recovery or a false alarm.
+//!
+//! What the failed attempts of a stored item cost (their wall and CPU time, a browser
+//! restart included) is stored with the item's costs as the stage `retried`, outside the
+//! item's own duration; an item that fails every attempt has no cost rows.
 
+use crate::engine::cost::{Span, Stage, StageCosts};
 use crate::engine::liveness::{InfraFailure, InfraKind};
 use crate::engine::{Engine, Generation};
 use anyhow::Result;
@@ -32,8 +37,9 @@ pub const HARNESS: &str = faultline_analysis::infra::HARNESS;
 
 /// How an item ended after its attempts.
 pub enum Attempted<R> {
-    /// It finished (possibly after failed attempts, listed).
-    Done(R, Vec<InfraErrorRow>),
+    /// It finished (possibly after failed attempts, listed, whose cost is the third
+    /// field's [`Stage::Retried`]).
+    Done(R, Vec<InfraErrorRow>, Box<StageCosts>),
     /// Every attempt failed for an infrastructure reason (each listed).
     Failed(Vec<InfraErrorRow>),
 }
@@ -51,10 +57,12 @@ where
     Fut: Future<Output = Result<R>>,
 {
     let mut failures = Vec::new();
+    let mut retried = Box::<StageCosts>::default();
     for n in 1..=retries + 1 {
         let generation = env.browsers.current();
+        let span = Span::start(Stage::Retried);
         let e = match attempt().await {
-            Ok(r) => return Ok(Attempted::Done(r, failures)),
+            Ok(r) => return Ok(Attempted::Done(r, failures, retried)),
             Err(e) => e,
         };
         let f = classify(&e, &generation).await;
@@ -81,6 +89,7 @@ where
             InfraKind::AgentEndpoint => break,
             _ => {}
         }
+        span.end(&mut retried);
     }
     Ok(Attempted::Failed(failures))
 }

@@ -22,6 +22,7 @@ pub use execute::Executed;
 pub use parse::{parse_stage, ReplyError, SPECIAL_TOKENS};
 
 use crate::engine::browser::TrialPage;
+use crate::engine::cost::{Span, Stage};
 use crate::engine::liveness::{InfraFailure, InfraKind};
 use anyhow::Result;
 use faultline_faults::{BeforeAct, FaultPlan, Witness};
@@ -323,6 +324,7 @@ impl RoundTrip {
         parse_witness: Option<Witness>,
     ) -> Result<StepOutcome> {
         let mut witness = parse_witness;
+        let span = Span::start(Stage::Actions);
         if !self.before_act_done {
             self.before_act_done = true;
             witness = witness.or(self.before_act().await?);
@@ -337,12 +339,19 @@ impl RoundTrip {
                 self.crash_witness = fault.crash_witness(&reported);
             }
         }
+        span.end(&mut self.page.costs);
+        // An agent's `wait` is a timer, not input: it counts as settling.
+        self.page
+            .costs
+            .move_wall(Stage::Actions, Stage::Settle, execution.waited_ms as f64);
         if let Some(fault) = &self.fault {
             let settle_skipped = self.settle_ms(&actions, &execution);
             witness =
                 witness.or(fault.skipped_waits_witness(&execution.skipped_waits, settle_skipped));
         }
+        let span = Span::start(Stage::Settle);
         let load_error = self.settle(&actions, &execution).await?;
+        span.end(&mut self.page.costs);
         let (tool_message, feedback_witness) = feedback::report(
             self.fault.as_ref(),
             &actions,
@@ -351,12 +360,14 @@ impl RoundTrip {
         );
         witness = witness.or(feedback_witness);
         let capture = self.capture().await?;
+        let span = Span::start(Stage::Witness);
         if execution.holds_tooltip {
             self.page.eval(execute::RELEASE_TOOLTIP).await?;
         }
         witness = witness.or(self
             .capture_witness(execution.hover_clock, &capture)
             .await?);
+        span.end(&mut self.page.costs);
         Ok(StepOutcome {
             actions,
             executed: execution.executed,
