@@ -27,8 +27,6 @@ enabled = false
 [liveness]
 browser_restarts = $(( kills + 2 ))
 TOML
-profiles() { ls -d "${TMPDIR:-/tmp}"/faultline-chromium-* 2>/dev/null | sort || true; }
-profiles > "$tmp/profiles.before"
 "$bin" run --config "$tmp/soak.toml" --out "$tmp/run" > "$tmp/run.log" 2> "$tmp/run.err" &
 run=$!
 # The browser: the child of the run whose command line names a faultline profile.
@@ -43,6 +41,9 @@ next_kill=$(( start + 15 + RANDOM % 30 ))
 killed=0; peak_f=0; peak_b=0
 while kill -0 "$run" 2>/dev/null; do
   now=$(date +%s); b=$(browser)
+  # Every profile directory a browser of this run used: the leak check counts only these
+  # (other faultline processes on the machine have profile directories of their own).
+  [ -n "$b" ] && tr '\0' '\n' < "/proc/$b/cmdline" 2>/dev/null | sed -n 's/^--user-data-dir=//p' >> "$tmp/profiles.used"
   f_rss=$(rss "$run"); b_rss=0
   [ -n "$b" ] && b_rss=$(group_rss "$b")
   echo "$(( now - start )),$f_rss,$b_rss" >> "$out/rss.csv"
@@ -62,7 +63,7 @@ attempts=$(sqlite3 "$db" "SELECT COUNT(*) FROM infra_errors WHERE policy = 'harn
 failed=$(sqlite3 "$db" "SELECT COUNT(DISTINCT item_key) FROM infra_errors WHERE policy = 'harness' AND item_key NOT IN (SELECT trial_key FROM trials)")
 sleep 2
 left_procs=$(pgrep -f "faultline-chromium-" | wc -l || true)
-left_dirs=$(comm -13 "$tmp/profiles.before" <(profiles) | wc -l)
+left_dirs=$(sort -u "$tmp/profiles.used" 2>/dev/null | while read -r d; do [ -e "$d" ] && echo "$d"; done | wc -l)
 echo "soak: $trials trials asked ($layouts layouts), exit $status, $(( end - start )) s"
 echo "browser kills:        $killed"
 echo "trials stored:        $stored"

@@ -612,6 +612,20 @@ const SNAPSHOT_JS: &str = r#"(() => {
            text: document.body ? document.body.innerText : '', controls, selected };
 })()"#;
 
+/// How a wait for a page to be ready ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    /// Every document is complete and no navigation is under way.
+    Ready,
+    /// The deadline passed first. `answering`: the page's main thread still answered the
+    /// checks in the window's last second (it is loading, or the machine is slow); when
+    /// false it stopped answering (hung).
+    NotReady {
+        /// Whether a check answered within the last second before the deadline.
+        answering: bool,
+    },
+}
+
 impl TrialPage {
     /// The deadlines this page's calls keep.
     pub fn liveness(&self) -> Liveness {
@@ -730,6 +744,18 @@ impl TrialPage {
     /// old, complete document on screen until the new one commits; on a busy machine that
     /// can outlast any fixed settle time).
     pub async fn wait_ready(&self, timeout: Duration) -> Result<()> {
+        match self.poll_ready(timeout).await? {
+            Readiness::Ready => Ok(()),
+            Readiness::NotReady { .. } => {
+                bail!("the page did not finish loading within {timeout:?}")
+            }
+        }
+    }
+
+    /// [`TrialPage::wait_ready`], telling a page that is not ready yet but answers (its
+    /// main thread ran the last checks: a slow load, or a slow machine) from one that has
+    /// stopped answering (a hung main thread).
+    pub async fn poll_ready(&self, timeout: Duration) -> Result<Readiness> {
         const JS: &str = r#"(async () => {
           if (window.__faultline_leaving !== undefined && performance.now() - window.__faultline_leaving < 5000) return false;
           const docs = [document];
@@ -740,13 +766,14 @@ impl TrialPage {
           return true;
         })()"#;
         let deadline = tokio::time::Instant::now() + timeout;
+        let mut last_answer = None;
         loop {
             // Errors are expected while a navigation swaps the document; keep polling. A
             // single evaluation can itself stall while a navigation hangs, so it is
             // bounded by the deadline too.
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             match tokio::time::timeout(left, self.eval(JS)).await {
-                Ok(Ok(serde_json::Value::Bool(true))) => return Ok(()),
+                Ok(Ok(serde_json::Value::Bool(true))) => return Ok(Readiness::Ready),
                 // A dead browser or renderer will not finish loading: say so at once.
                 Ok(Err(e))
                     if InfraFailure::find(&e).is_some_and(|f| {
@@ -755,10 +782,18 @@ impl TrialPage {
                 {
                     return Err(e)
                 }
-                _ => {}
+                // Any answer (not ready, or an error while a document is swapped) means
+                // the renderer ran the check; only a check still pending at the deadline
+                // did not answer.
+                Ok(_) => last_answer = Some(tokio::time::Instant::now()),
+                Err(_) => {}
             }
             if tokio::time::Instant::now() >= deadline {
-                bail!("the page did not finish loading within {timeout:?}");
+                // Answering: a check answered within the window's last second.
+                let answering = last_answer.is_some_and(|t| {
+                    deadline.saturating_duration_since(t) <= Duration::from_secs(1)
+                });
+                return Ok(Readiness::NotReady { answering });
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
