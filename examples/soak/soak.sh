@@ -43,7 +43,10 @@ while kill -0 "$run" 2>/dev/null; do
   now=$(date +%s); b=$(browser)
   # Every profile directory a browser of this run used: the leak check counts only these
   # (other faultline processes on the machine have profile directories of their own).
-  [ -n "$b" ] && tr '\0' '\n' < "/proc/$b/cmdline" 2>/dev/null | sed -n 's/^--user-data-dir=//p' >> "$tmp/profiles.used"
+  # (The browser may exit between the two reads: a kill, or the run's end.)
+  if [ -n "$b" ]; then
+    { tr '\0' '\n' < "/proc/$b/cmdline" | sed -n 's/^--user-data-dir=//p' >> "$tmp/profiles.used"; } 2>/dev/null || true
+  fi
   f_rss=$(rss "$run"); b_rss=0
   [ -n "$b" ] && b_rss=$(group_rss "$b")
   echo "$(( now - start )),$f_rss,$b_rss" >> "$out/rss.csv"
@@ -63,7 +66,7 @@ attempts=$(sqlite3 "$db" "SELECT COUNT(*) FROM infra_errors WHERE policy = 'harn
 failed=$(sqlite3 "$db" "SELECT COUNT(DISTINCT item_key) FROM infra_errors WHERE policy = 'harness' AND item_key NOT IN (SELECT trial_key FROM trials)")
 sleep 2
 left_procs=$(pgrep -f "faultline-chromium-" | wc -l || true)
-left_dirs=$(sort -u "$tmp/profiles.used" 2>/dev/null | while read -r d; do [ -e "$d" ] && echo "$d"; done | wc -l)
+left_dirs=$(sort -u "$tmp/profiles.used" 2>/dev/null | while read -r d; do if [ -e "$d" ]; then echo "$d"; fi; done | wc -l)
 echo "soak: $trials trials asked ($layouts layouts), exit $status, $(( end - start )) s"
 echo "browser kills:        $killed"
 echo "trials stored:        $stored"
