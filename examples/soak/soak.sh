@@ -65,7 +65,7 @@ stored=$(sqlite3 "$db" "SELECT COUNT(*) FROM trials")
 attempts=$(sqlite3 "$db" "SELECT COUNT(*) FROM infra_errors WHERE policy = 'harness'")
 failed=$(sqlite3 "$db" "SELECT COUNT(DISTINCT item_key) FROM infra_errors WHERE policy = 'harness' AND item_key NOT IN (SELECT trial_key FROM trials)")
 sleep 2
-left_procs=$(pgrep -f "faultline-chromium-" | wc -l || true)
+left_procs=$(sort -u "$tmp/profiles.used" 2>/dev/null | while read -r d; do pgrep -f -- "--user-data-dir=$d" || true; done | wc -l)
 left_dirs=$(sort -u "$tmp/profiles.used" 2>/dev/null | while read -r d; do if [ -e "$d" ]; then echo "$d"; fi; done | wc -l)
 echo "soak: $trials trials asked ($layouts layouts), exit $status, $(( end - start )) s"
 echo "browser kills:        $killed"
