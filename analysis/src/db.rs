@@ -716,12 +716,7 @@ impl ResultsDb {
     /// Every stored infrastructure error, ordered by item, policy and attempt (none in a
     /// database older than version 3).
     pub fn infra_errors(&self) -> Result<Vec<InfraErrorRow>> {
-        let exists: bool = self.conn.query_row(
-            "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'infra_errors'",
-            [],
-            |r| r.get(0),
-        )?;
-        if !exists {
+        if !self.has_table("infra_errors")? {
             return Ok(Vec::new());
         }
         let mut stmt = self.conn.prepare(
