@@ -34,7 +34,8 @@ bench-stats:
     cargo bench -p faultline-analysis --bench bootstrap -- --warm-up-time 1 --measurement-time 3
 
 # The default run, timed: wall per phase, items/s, CPU per item (faultline and Chromium),
-# peak memory, isolation and the per-stage breakdown (`faultline costs`); then a sample
+# peak memory, isolation and the per-stage breakdown (`faultline costs`); then detection
+# again with a new browser context per trial, its tables compared; then a sample
 # run one item at a time, where each stage's CPU is the item's own; then a timed report
 # rebuild. Load averages are printed with each: on a shared machine they matter.
 bench-run: chromium
@@ -44,11 +45,38 @@ bench-run: chromium
     tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
     load() { echo "load average ($1): $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"; }
     load before
+    # Memory per browser context: the proportional set size (shared pages split between
+    # the processes sharing them, unlike RSS) of all the run's Chromium processes, sampled
+    # every second, divided by the renderer processes open at that moment.
+    (
+        while sleep 1; do
+            pss=0; renderers=0
+            for pid in $(pgrep -f '[f]aultline-chromium-' || true); do
+                kib=$(awk '/^Pss:/ { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null || true)
+                pss=$((pss + ${kib:-0}))
+                if grep -qa -- '--type=renderer' "/proc/$pid/cmdline" 2>/dev/null; then renderers=$((renderers + 1)); fi
+            done
+            echo "$pss $renderers"
+        done
+    ) > "$tmp/pss" &
+    sampler=$!
     start=$EPOCHREALTIME
     cargo run --release --quiet --bin faultline -- run --out "$tmp/run"
     echo "default run: $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s wall in all (report and viewer included)"
+    kill "$sampler"
     load after
     cargo run --release --quiet --bin faultline -- costs "$tmp/run"
+    awk '$2 > 0 { if ($1 > peak) { peak = $1; r = $2 } }
+        END { printf "Chromium peak PSS %.0f MiB with %d renderer processes open: %.0f MiB per browser context\n", peak / 1024, r, peak / 1024 / r }' "$tmp/pss"
+    echo
+    echo "the detection phase again with a new browser context per trial (--isolation fresh_context):"
+    cargo run --release --quiet --bin faultline -- run --isolation fresh_context --max-episodes 0 --out "$tmp/fresh" > /dev/null 2>&1
+    cargo run --release --quiet --bin faultline -- costs "$tmp/fresh" | sed -n 1,3p
+    for t in detection false_alarms layers comparisons; do
+        cmp -s "$tmp/run/$t.csv" "$tmp/fresh/$t.csv" || { echo "$t.csv differs between the isolation modes"; exit 1; }
+    done
+    echo "detection tables byte-identical in both isolation modes"
+    load after
     echo
     echo "one item at a time (the first 40 trials and 10 episodes): each stage's own CPU"
     cargo run --release --quiet --bin faultline -- run --jobs 1 --max-trials 40 --max-episodes 10 --out "$tmp/profile" > /dev/null 2>&1

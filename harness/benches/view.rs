@@ -177,6 +177,7 @@ fn main() -> Result<()> {
             },
             1,
             "about:blank".into(),
+            faultline::engine::browser::Isolation::FreshContext,
         );
         let url = format!(
             "file://{}/index.html",

@@ -167,6 +167,11 @@ pub struct RunArgs {
     /// Concurrent trials and episodes [default: 5 x cores; both wait on settle timers much of the time].
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
+    /// How trials are kept apart: `fresh_context` (a new browser context per trial) or
+    /// `reused_context` (a page reset between trials) [default: the config's
+    /// `browser.isolation`, else reused_context]. Results do not depend on it.
+    #[arg(long, value_name = "MODE")]
+    pub isolation: Option<String>,
     /// Faults to run, replacing the config's `faults` (comma-separated selectors: ids,
     /// globs such as `overlay.*`, `layer:transport`, `stage:observe`, `reference`, `all`).
     #[arg(long, value_delimiter = ',', value_name = "SELECTORS")]
@@ -510,6 +515,7 @@ async fn run(args: RunArgs) -> Result<()> {
         layouts: args.layouts,
         jobs: args.jobs,
         faults: (!args.faults.is_empty()).then(|| args.faults.clone()),
+        isolation: args.isolation.clone(),
     };
     let config = config::resolve(&text, &overrides).map_err(usage)?;
     let shard = match args.shard.as_deref() {
@@ -673,6 +679,7 @@ async fn record(args: RecordArgs) -> Result<()> {
         layouts: Some(args.layouts),
         jobs: None,
         faults: None,
+        isolation: None,
     };
     let config = config::resolve(
         &config::load_text(args.config.as_deref()).map_err(usage)?,

@@ -6,6 +6,7 @@
 
 use crate::agent::cassette::CassetteMode;
 use crate::agent::openai::OpenAiConfig;
+use crate::engine::browser::Isolation;
 use crate::engine::episode::EpisodeLimits;
 use crate::engine::liveness::Liveness;
 use crate::engine::roundtrip::{StableSettle, Timing};
@@ -192,6 +193,8 @@ pub struct TimingFile {
 pub struct BrowserFile {
     /// The Chromium executable (default: `$FAULTLINE_CHROMIUM`, else found on the PATH).
     pub executable: Option<PathBuf>,
+    /// How trials are kept apart: `fresh_context` or `reused_context` (see [`Isolation`]).
+    pub isolation: Option<String>,
 }
 
 /// Overrides from the command line.
@@ -205,6 +208,8 @@ pub struct Overrides {
     pub jobs: Option<usize>,
     /// `--faults`: selectors replacing the config's `faults`.
     pub faults: Option<Vec<String>>,
+    /// `--isolation`: how trials are kept apart.
+    pub isolation: Option<String>,
 }
 
 /// Where the decisions come from, once resolved.
@@ -243,6 +248,10 @@ pub struct ExperimentConfig {
     /// Deadlines, retries and browser restarts. Not part of what a run *is*.
     #[serde(default)]
     pub liveness: Liveness,
+    /// How trials are kept apart in the browser. Not part of what a run *is*: both modes
+    /// give every trial a page in the state of a fresh one, and the same tables.
+    #[serde(default)]
+    pub isolation: Isolation,
     /// The viewport every page is laid out for.
     pub viewport: Size,
     /// The screenshot size a model sees.
@@ -321,6 +330,7 @@ impl ExperimentConfig {
         if let Some(o) = v.as_object_mut() {
             o.remove("jobs");
             o.remove("liveness");
+            o.remove("isolation");
             o.remove("source");
             o.remove("chromium");
             // Where the model calls come from does not change what the run is: a
@@ -557,6 +567,20 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         );
     }
     let liveness = resolve_liveness(file.liveness.as_ref(), &at)?;
+    let isolation_file = file.browser.as_ref().and_then(|b| b.isolation.as_deref());
+    let isolation = match overrides.isolation.as_deref().or(isolation_file) {
+        None => Isolation::default(),
+        Some(name) => name.parse::<Isolation>().map_err(|e| {
+            anyhow::anyhow!(
+                "{}: {e}",
+                from(
+                    "--isolation",
+                    overrides.isolation.is_some(),
+                    "browser.isolation"
+                )
+            )
+        })?,
+    };
     // `--faults` chooses the faults of the whole run: detection and recovery.
     let recovery_file = file.recovery.clone().map(|mut r| {
         if overrides.faults.is_some() {
@@ -609,6 +633,7 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         decisions,
         timing,
         liveness,
+        isolation,
         viewport: VIEWPORT,
         image: IMAGE,
         chromium: file.browser.and_then(|b| b.executable),
@@ -1073,21 +1098,52 @@ mod tests {
     }
 
     #[test]
-    fn overrides_win_and_jobs_do_not_change_identity() {
+    fn overrides_win_and_jobs_and_isolation_do_not_change_identity() {
         let o = Overrides {
             seed: Some(9),
             layouts: Some(3),
             jobs: Some(1),
             faults: None,
+            isolation: Some("fresh_context".into()),
         };
-        let a = resolve(&text("seed = 2\nlayouts = 5\n"), &o).unwrap();
+        let a = resolve(
+            &text("seed = 2\nlayouts = 5\n[browser]\nisolation = \"reused_context\"\n"),
+            &o,
+        )
+        .unwrap();
         assert_eq!((a.seed, a.layouts, a.jobs), (9, 3, 1));
+        assert_eq!(a.isolation, Isolation::FreshContext);
         let b = resolve(
             &text("seed = 9\nlayouts = 3\njobs = 7\n"),
             &Overrides::default(),
         )
         .unwrap();
         assert_eq!(a.identity(), b.identity());
+    }
+
+    #[test]
+    fn an_unknown_isolation_is_named_with_its_line_or_flag() {
+        let e = resolve(
+            &text("seed = 1\n[browser]\nisolation = \"shared\"\n"),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("exp.toml:3: browser.isolation: unknown isolation `shared`"),
+            "{e}"
+        );
+        let o = Overrides {
+            isolation: Some("none".into()),
+            ..Overrides::default()
+        };
+        let e = resolve(&text(""), &o).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--isolation: unknown isolation `none`"),
+            "{e}"
+        );
+        let c = resolve(&text(""), &Overrides::default()).unwrap();
+        assert_eq!(c.isolation, Isolation::ReusedContext);
     }
 
     #[test]

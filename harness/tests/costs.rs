@@ -112,7 +112,7 @@ fn check(db_path: &Path) -> Vec<StageCostRow> {
     assert_eq!(names, ["detection", "recovery"], "one row per phase run");
     for p in &phases {
         assert!(p.items > 0 && p.wall_ms > 0.0, "{p:?}");
-        assert_eq!((p.jobs, p.isolation.as_str()), (2, "fresh_context"));
+        assert_eq!((p.jobs, p.isolation.as_str()), (2, "reused_context"));
         assert!(p.cpu_ours_ms > 0.0 && p.cpu_browser_ms > 0.0, "{p:?}");
         assert!(
             p.peak_rss_ours_kib > 0 && p.peak_rss_browser_kib > 0,
@@ -148,7 +148,7 @@ async fn every_stored_item_has_its_stage_costs_and_merged_shards_keep_them() {
         "items/s",
         "CPU per item",
         "peak RSS",
-        "isolation fresh_context",
+        "isolation reused_context",
         "sum of the stages",
         "navigation",
         "storage",

@@ -313,6 +313,7 @@ async fn one_page(
         Size::new(1200, 800),
         1,
         format!("{}/warm", server.base_url()),
+        faultline::engine::browser::Isolation::FreshContext,
     );
     let page = pool.take().await.unwrap();
     page.goto(&format!("{}/warm", server.base_url()))

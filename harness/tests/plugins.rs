@@ -69,6 +69,7 @@ async fn run(out: &Path, text: &str, layouts: u32) -> ResultsDb {
         layouts: Some(layouts),
         jobs: Some(2),
         faults: None,
+        isolation: None,
     };
     let config = config::resolve(&text, &overrides).unwrap();
     faultline::experiment::run(RunRequest {
@@ -333,7 +334,12 @@ async fn a_plugin_never_receives_the_ledger_token_and_the_ledger_refuses_it() {
     };
     let policy: Box<dyn VerificationPolicy> =
         Box::new(ExternalPolicy::new(pool(spec, cfg.viewport), cfg.viewport));
-    let pages = browser.page_pool(cfg.viewport, 2, format!("{}/warm", server.base_url()));
+    let pages = browser.page_pool(
+        cfg.viewport,
+        2,
+        format!("{}/warm", server.base_url()),
+        cfg.isolation,
+    );
     let engine = Engine {
         browsers: faultline::engine::Browsers::fixed(browser, pages),
         server: Arc::new(server),

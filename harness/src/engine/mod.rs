@@ -32,7 +32,7 @@ pub use scorer::Scorer;
 pub use session::Session;
 
 use anyhow::{anyhow, Result};
-use browser::{BrowserHandle, PagePool, TrialPage};
+use browser::{BrowserHandle, Isolation, PagePool, TrialPage};
 use faultline_policies::{Registry, VerificationPolicy};
 use faultline_sites::FixtureServer;
 use faultline_tasks::Size;
@@ -102,17 +102,20 @@ struct Relaunch {
     viewport: Size,
     ready: usize,
     warm_url: String,
+    isolation: Isolation,
 }
 
 impl Browsers {
     /// Starts Chromium at `executable` with a pool of `ready` fresh pages showing
-    /// `warm_url`; a dead browser is replaced up to `liveness.browser_restarts` times.
+    /// `warm_url`, keeping trials apart by `isolation`; a dead browser is replaced up to
+    /// `liveness.browser_restarts` times.
     pub async fn launch(
         executable: PathBuf,
         liveness: Liveness,
         viewport: Size,
         ready: usize,
         warm_url: String,
+        isolation: Isolation,
     ) -> Result<Browsers> {
         let relaunch = Relaunch {
             executable,
@@ -120,6 +123,7 @@ impl Browsers {
             viewport,
             ready,
             warm_url,
+            isolation,
         };
         let first = relaunch.start(1).await?;
         Ok(Browsers {
@@ -195,7 +199,12 @@ impl Browsers {
 impl Relaunch {
     async fn start(&self, id: u64) -> Result<Generation> {
         let handle = BrowserHandle::launch_with(&self.executable, self.liveness).await?;
-        let pages = handle.page_pool(self.viewport, self.ready, self.warm_url.clone());
+        let pages = handle.page_pool(
+            self.viewport,
+            self.ready,
+            self.warm_url.clone(),
+            self.isolation,
+        );
         Ok(Generation { id, handle, pages })
     }
 }

@@ -128,15 +128,15 @@ pub async fn run(
     summary.infra_failures = infra_failures;
     summary.failed = failed;
     if summary.run > 0 {
-        db.insert_phase_cost(&summary.cost_row("detection", config.jobs, ISOLATION))
-            .with_context(|| format!("writing {}", db.path().display()))?;
+        db.insert_phase_cost(&summary.cost_row(
+            "detection",
+            config.jobs,
+            config.isolation.as_str(),
+        ))
+        .with_context(|| format!("writing {}", db.path().display()))?;
     }
     Ok(summary)
 }
-
-/// How items are isolated from each other: a fresh browser context (and renderer
-/// process) each, opened ahead of time by the page pool.
-pub const ISOLATION: &str = "fresh_context";
 
 /// `costs` as stored rows for `item_key`.
 pub fn cost_rows(item_key: &str, costs: &StageCosts) -> Vec<StageCostRow> {

@@ -121,6 +121,7 @@ impl Harness {
             config.viewport,
             config.jobs,
             format!("{}/warm", server.base_url()),
+            config.isolation,
         )
         .await?;
         Ok(Harness {

@@ -148,12 +148,8 @@ pub async fn run(
     summary.infra_failures = infra_failures;
     summary.failed = failed;
     if summary.run > 0 {
-        db.insert_phase_cost(&summary.cost_row(
-            "recovery",
-            config.jobs,
-            super::detection::ISOLATION,
-        ))
-        .with_context(|| format!("writing {}", db.path().display()))?;
+        db.insert_phase_cost(&summary.cost_row("recovery", config.jobs, config.isolation.as_str()))
+            .with_context(|| format!("writing {}", db.path().display()))?;
     }
     Ok(summary)
 }

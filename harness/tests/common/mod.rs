@@ -15,6 +15,7 @@ pub fn config(layouts: u32, jobs: usize) -> ExperimentConfig {
             layouts: Some(layouts),
             jobs: Some(jobs),
             faults: None,
+            isolation: None,
         },
     )
     .unwrap()
@@ -72,6 +73,7 @@ pub async fn run_limited(
         layouts: Some(layouts),
         jobs: Some(2),
         faults: None,
+        isolation: None,
     };
     let config = config::resolve(&text, &overrides).unwrap();
     faultline::experiment::run(RunRequest {

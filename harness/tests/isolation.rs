@@ -1,0 +1,228 @@
+//! A reused page keeps nothing of the trial before it.
+//!
+//! `Isolation::ReusedContext` hands one page (and its browser context) to trial after
+//! trial, reset in between. These tests plant every kind of state a page can leave on
+//! a real Chromium — cookies (a script's and an HttpOnly one), local and session
+//! storage, IndexedDB, Cache Storage, the HTTP cache, a service worker, history
+//! entries, the window name, the pointer position and a viewport override — then:
+//!
+//! - navigate the *same* page on without the reset, and find every kind still there
+//!   (so each probe can see what it looks for), and
+//! - close it into the pool, take the *same* page back (same target: it was reused, not
+//!   replaced) and find none of them, with the history of a page from a new context.
+
+use chromiumoxide::cdp::browser_protocol::network::CookieParam;
+use faultline::engine::browser::{find_chromium, BrowserHandle, Isolation, PagePool, TrialPage};
+use faultline_sites::FixtureServer;
+use faultline_tasks::{Point, Size};
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+const VIEWPORT: Size = Size {
+    width: 900,
+    height: 600,
+};
+
+/// Leaves one of every kind of state a page can leave behind (the pointer and the
+/// viewport are left by the caller).
+const PLANT: &str = r#"(async () => {
+  document.cookie = 'leak=script; path=/';
+  localStorage.setItem('leak', '1');
+  sessionStorage.setItem('leak', '1');
+  window.name = 'leak';
+  await new Promise((done, fail) => {
+    const open = indexedDB.open('leak', 1);
+    open.onupgradeneeded = () => open.result.createObjectStore('s');
+    open.onerror = () => fail(open.error);
+    open.onsuccess = () => {
+      const tx = open.result.transaction('s', 'readwrite');
+      tx.objectStore('s').put(1, 'k');
+      tx.oncomplete = () => { open.result.close(); done(); };
+    };
+  });
+  const cache = await caches.open('leak');
+  await cache.put('/warm?leak', new Response('leak'));
+  await fetch('/static/ledger.js', { cache: 'force-cache' });
+  // A registration is kept from the moment it is made; its worker need not start.
+  navigator.serviceWorker.register('/miniwob/common/ui_utils.js', { scope: '/miniwob/common/' });
+  for (let i = 0; i < 100 && (await navigator.serviceWorker.getRegistrations()).length === 0; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  history.pushState({}, '', '#one');
+  history.pushState({}, '', '#two');
+  return true;
+})()"#;
+
+/// What is left on the page now: the kinds found, the history length, the viewport
+/// width and how many elements are hovered (after two frames, so a pointer left over
+/// the page has been hit-tested again).
+const PROBE: &str = r#"(async () => {
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const found = [];
+  if (document.cookie.includes('leak=script')) found.push('script cookie');
+  if (localStorage.getItem('leak') !== null) found.push('localStorage');
+  if (sessionStorage.getItem('leak') !== null) found.push('sessionStorage');
+  if (window.name === 'leak') found.push('window.name');
+  if ((await indexedDB.databases()).some((d) => d.name === 'leak')) found.push('IndexedDB');
+  if ((await caches.keys()).includes('leak')) found.push('Cache Storage');
+  try {
+    await fetch('/static/ledger.js', { cache: 'only-if-cached', mode: 'same-origin' });
+    found.push('HTTP cache');
+  } catch (e) {}
+  if ((await navigator.serviceWorker.getRegistrations()).length > 0) found.push('service worker');
+  if (document.querySelectorAll(':hover').length > 0) found.push('pointer');
+  return { found, history: history.length, width: innerWidth };
+})()"#;
+
+struct Left {
+    found: BTreeSet<String>,
+    history: u64,
+}
+
+/// Everything `page` still holds, as the page sees it plus its HttpOnly cookie (which
+/// only the browser sees) and its viewport.
+async fn probe(page: &TrialPage) -> Left {
+    let v: Value = page.eval(PROBE).await.unwrap();
+    let mut found: BTreeSet<String> = v["found"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect();
+    let cookies = page.cdp_page().get_cookies().await.unwrap();
+    if cookies.iter().any(|c| c.name == "http_only_leak") {
+        found.insert("HttpOnly cookie".into());
+    }
+    if v["width"].as_u64() != Some(u64::from(VIEWPORT.width)) {
+        found.insert("viewport override".into());
+    }
+    Left {
+        found,
+        history: v["history"].as_u64().unwrap(),
+    }
+}
+
+async fn plant(page: &TrialPage, base: &str) {
+    assert_eq!(page.eval(PLANT).await.unwrap(), Value::Bool(true));
+    let cookie = CookieParam::builder()
+        .name("http_only_leak")
+        .value("1")
+        .url(base.to_string())
+        .http_only(true)
+        .build()
+        .unwrap();
+    page.cdp_page().set_cookie(cookie).await.unwrap();
+    page.hover(Point::new(200.0, 200.0)).await.unwrap();
+    page.emulate_viewport(Size::new(700, 500)).await.unwrap();
+}
+
+/// Takes pages from `pool` until the one with target `id` comes back (the others are
+/// kept open meanwhile and returned). A pool of 1 ready page holds 3 pages at most.
+async fn take_back(pool: &PagePool, id: &str) -> (TrialPage, Vec<TrialPage>) {
+    let mut others = Vec::new();
+    for _ in 0..3 {
+        let page = pool.take().await.unwrap();
+        if page.cdp_page().target_id().as_ref() == id {
+            return (page, others);
+        }
+        others.push(page);
+    }
+    panic!("the closed page never came back to the pool: it was not reused");
+}
+
+const ALL: &[&str] = &[
+    "script cookie",
+    "HttpOnly cookie",
+    "localStorage",
+    "sessionStorage",
+    "window.name",
+    "IndexedDB",
+    "Cache Storage",
+    "HTTP cache",
+    "service worker",
+    "pointer",
+    "viewport override",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reused_page_keeps_no_state_of_the_trial_before() {
+    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
+    let base = server.base_url();
+    let browser = BrowserHandle::launch(&find_chromium(None).unwrap())
+        .await
+        .unwrap();
+    let warm = format!("{base}/warm");
+    let fresh_pool = browser.page_pool(VIEWPORT, 1, warm.clone(), Isolation::FreshContext);
+    let reused_pool = browser.page_pool(VIEWPORT, 1, warm.clone(), Isolation::ReusedContext);
+    let trial_url = format!("{base}/warm?trial");
+
+    // What a page from a new context holds once a trial has loaded its page.
+    let fresh = fresh_pool.take().await.unwrap();
+    fresh.goto(&trial_url).await.unwrap();
+    let clean = probe(&fresh).await;
+    assert!(clean.found.is_empty(), "a new context: {:?}", clean.found);
+    fresh.close().await;
+
+    let first = reused_pool.take().await.unwrap();
+    let id = first.cdp_page().target_id().as_ref().to_string();
+    first.goto(&trial_url).await.unwrap();
+    plant(&first, &base).await;
+    // The same page, navigated on without the reset: every kind is still there.
+    first.goto(&format!("{trial_url}&again")).await.unwrap();
+    let kept = probe(&first).await;
+    let expected: BTreeSet<String> = ALL.iter().map(|s| s.to_string()).collect();
+    assert_eq!(kept.found, expected, "the probes must see what was planted");
+    assert!(kept.history > clean.history, "{} entries", kept.history);
+
+    // Closed into the pool, reset, and taken back: nothing is left.
+    first.close().await;
+    let (again, others) = take_back(&reused_pool, &id).await;
+    again.goto(&trial_url).await.unwrap();
+    let left = probe(&again).await;
+    assert!(
+        left.found.is_empty(),
+        "state crossed the reset: {:?}",
+        left.found
+    );
+    assert_eq!(
+        left.history, clean.history,
+        "history entries crossed the reset"
+    );
+
+    for p in others {
+        p.close().await;
+    }
+    again.close().await;
+    drop((fresh_pool, reused_pool));
+    browser.close().await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_whose_renderer_crashed_is_replaced_not_reused() {
+    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
+    let browser = BrowserHandle::launch(&find_chromium(None).unwrap())
+        .await
+        .unwrap();
+    let pool = browser.page_pool(
+        VIEWPORT,
+        1,
+        format!("{}/warm", server.base_url()),
+        Isolation::ReusedContext,
+    );
+    let page = pool.take().await.unwrap();
+    let id = page.cdp_page().target_id().as_ref().to_string();
+    page.crash_renderer().await.unwrap();
+    page.close().await;
+    // The pool holds at most 3 pages; none of the next 4 may be the crashed one, and
+    // each must work.
+    for _ in 0..4 {
+        let p = pool.take().await.unwrap();
+        assert_ne!(p.cdp_page().target_id().as_ref(), id.as_str());
+        assert_eq!(p.eval("1 + 1").await.unwrap(), serde_json::json!(2));
+        p.close().await;
+    }
+    drop(pool);
+    browser.close().await;
+    server.shutdown().await;
+}
