@@ -452,7 +452,7 @@ pub enum Isolation {
     /// and cookies and the page's history are cleared, the pointer is moved off the page
     /// and the viewport restored. A page that crashed, hung or fails any step of that is
     /// closed instead and a fresh one opened. The default: on the default run it cut
-    /// Chromium's CPU per detection trial by about a quarter, with identical tables.
+    /// Chromium's CPU per detection trial by about a fifth, with identical tables.
     #[default]
     ReusedContext,
 }
