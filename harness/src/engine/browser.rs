@@ -324,15 +324,14 @@ impl BrowserHandle {
         isolation: Isolation,
     ) -> PagePool {
         let ready = ready.max(1);
-        let limit = match isolation {
-            Isolation::FreshContext => None,
-            Isolation::ReusedContext => Some(Arc::new(tokio::sync::Semaphore::new(ready + 2))),
-        };
-        // Fresh pages: `ready` wait opened. Reused ones: room for every page that can
-        // exist, so handing a reset page back never waits.
-        let capacity = match isolation {
-            Isolation::FreshContext => ready,
-            Isolation::ReusedContext => ready + 2,
+        // Fresh pages: `ready` wait opened. Reused ones: at most `ready + 2` exist, and
+        // the queue has room for all of them, so handing a reset page back never waits.
+        let (limit, capacity) = match isolation {
+            Isolation::FreshContext => (None, ready),
+            Isolation::ReusedContext => (
+                Some(Arc::new(tokio::sync::Semaphore::new(ready + 2))),
+                ready + 2,
+            ),
         };
         let (tx, rx) = tokio::sync::mpsc::channel(capacity);
         let browser = self.browser.clone();
@@ -375,7 +374,6 @@ impl BrowserHandle {
             opener,
             alive: self.alive.clone(),
             liveness: self.liveness,
-            isolation,
         }
     }
 
@@ -480,13 +478,12 @@ impl std::str::FromStr for Isolation {
     }
 }
 
-/// Fresh trial pages, opened ahead of time. See [`BrowserHandle::page_pool`].
+/// Trial pages, opened ahead of time (and, reused, reset). See [`BrowserHandle::page_pool`].
 pub struct PagePool {
     rx: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Result<TrialPage>>>,
     opener: tokio::task::JoinHandle<()>,
     alive: Vital,
     liveness: Liveness,
-    isolation: Isolation,
 }
 
 /// What a reusable page needs to go back into its pool.
@@ -498,12 +495,8 @@ struct Reuse {
 }
 
 impl PagePool {
-    /// How the pool keeps trials apart.
-    pub fn isolation(&self) -> Isolation {
-        self.isolation
-    }
-
-    /// The next fresh page (never one that was used before). The wait has a deadline
+    /// The next page: a new one, or a reset one under [`Isolation::ReusedContext`]. The
+    /// wait has a deadline
     /// (`unresponsive` past it) and ends at once when the browser dies.
     pub async fn take(&self) -> Result<TrialPage> {
         let mut rx = self.rx.lock().await;
@@ -1258,16 +1251,12 @@ impl TrialPage {
                 self.reuse = Some(reuse);
                 // A pool that is gone (the run ended, the browser was replaced) takes no
                 // more pages: this one is closed for good.
-                match pool.send(Ok(self)).await {
-                    Ok(()) => return,
-                    Err(tokio::sync::mpsc::error::SendError(page)) => {
-                        if let Ok(mut page) = page {
-                            page.reuse = None;
-                            Box::pin(page.dispose()).await;
-                        }
-                        return;
-                    }
+                if let Err(tokio::sync::mpsc::error::SendError(Ok(page))) =
+                    pool.send(Ok(self)).await
+                {
+                    page.dispose().await;
                 }
+                return;
             }
         }
         self.dispose().await;
