@@ -51,7 +51,8 @@ bench-run: chromium
     (
         while sleep 1; do
             pss=0; renderers=0
-            for pid in $(pgrep -f '[f]aultline-chromium-' || true); do
+            # The browser carries the profile path; its renderers only share its group.
+            for pid in $(for b in $(pgrep -f '[f]aultline-chromium-' || true); do pgrep -g "$b" || true; done); do
                 kib=$(awk '/^Pss:/ { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null || true)
                 pss=$((pss + ${kib:-0}))
                 if grep -qa -- '--type=renderer' "/proc/$pid/cmdline" 2>/dev/null; then renderers=$((renderers + 1)); fi
