@@ -175,7 +175,7 @@ fn main() -> Result<()> {
                 width: 1280,
                 height: 900,
             },
-            1,
+            faultline::engine::browser::PoolSize::fixed(1),
             "about:blank".into(),
             faultline::engine::browser::Isolation::FreshContext,
         );

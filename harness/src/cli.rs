@@ -164,7 +164,8 @@ pub struct RunArgs {
     /// Layouts per task.
     #[arg(long, value_name = "N")]
     pub layouts: Option<u32>,
-    /// Concurrent trials and episodes [default: 5 x cores; both wait on settle timers much of the time].
+    /// Concurrent trials and episodes [default: 5 x cores for detection, 10 x cores for
+    /// recovery, whose episodes wait longer]. Results do not depend on it.
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// How trials are kept apart: `fresh_context` (a new browser context per trial) or
@@ -547,7 +548,6 @@ async fn run(args: RunArgs) -> Result<()> {
     if let Some(s) = shard {
         eprintln!("shard {s}: writing {}", out.display());
     }
-    let jobs = config.jobs;
     let summary = experiment::run(RunRequest {
         out,
         // A shard run again (a replaced pod, a requeued array task) resumes its own
@@ -572,7 +572,7 @@ async fn run(args: RunArgs) -> Result<()> {
         summary.trials_total,
         secs,
         if secs > 0.0 { summary.trials_run as f64 / secs } else { 0.0 },
-        jobs
+        summary.detection_jobs
     )?;
     if let Some(r) = &summary.recovery {
         let secs = r.wall.as_secs_f64();
@@ -584,7 +584,7 @@ async fn run(args: RunArgs) -> Result<()> {
             r.total,
             secs,
             if secs > 0.0 { r.run as f64 / secs } else { 0.0 },
-            jobs
+            r.jobs
         )?;
     }
     if summary.infra_failures > 0 {

@@ -10,6 +10,7 @@ use crate::engine::browser::Isolation;
 use crate::engine::episode::EpisodeLimits;
 use crate::engine::liveness::Liveness;
 use crate::engine::roundtrip::{StableSettle, Timing};
+use crate::experiment::jobs::{Jobs, MAX_JOBS};
 use crate::plugin::{PluginSpec, DEFAULT_TIMEOUT_MS};
 use anyhow::{bail, Result};
 use faultline_faults::Fault;
@@ -19,16 +20,6 @@ use faultline_tasks::seed::DEFAULT_ROOT_SEED;
 use faultline_tasks::{Size, TaskKind};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-
-/// The default number of concurrent trials and episodes: five per core. Both spend much
-/// of their wall time waiting with Chromium and faultline idle (settle timers after every
-/// action, 1.4 s after a hover, the baseline agents' 1.5 s wait), so one per core leaves
-/// the cores idle. Measured on 2 cores, the default run: detection 52.8 s with 6 jobs
-/// and 51.3 s with 10 (it is CPU-bound there), recovery's 720 episodes 178.5 s with 6 and
-/// 121.7 s with 10. Results do not depend on it (tested; the tables were byte-identical).
-pub fn default_jobs(cores: usize) -> usize {
-    5 * cores.max(1)
-}
 
 /// The embedded default experiment.
 pub const DEFAULT_CONFIG: &str = include_str!("../configs/default.toml");
@@ -54,7 +45,8 @@ pub struct ConfigFile {
     pub seed: Option<u64>,
     /// Layouts per task (1 to 10000; default 40).
     pub layouts: Option<u32>,
-    /// Concurrent trials and episodes (at most 64; 0 or absent: [`default_jobs`]).
+    /// Concurrent trials and episodes (at most 64; 0 or absent: 5 per core for detection,
+    /// 10 per core for recovery, see [`crate::experiment::jobs`]).
     pub jobs: Option<usize>,
     /// Task names (default: the four reference tasks).
     pub tasks: Option<Vec<String>>,
@@ -232,8 +224,9 @@ pub struct ExperimentConfig {
     pub seed: u64,
     /// Layouts per task.
     pub layouts: u32,
-    /// Concurrent trials. Not part of what a run *is*: resuming with another value is fine.
-    pub jobs: usize,
+    /// How many trials and episodes run at once. Not part of what a run *is*: resuming
+    /// with another value is fine.
+    pub jobs: Jobs,
     /// The tasks, in config order.
     pub tasks: Vec<TaskKind>,
     /// The policies every trial is judged by, in report order.
@@ -472,16 +465,13 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
             from("--layouts", overrides.layouts.is_some(), "layouts")
         );
     }
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2);
     let jobs = match overrides.jobs.or(file.jobs) {
-        None | Some(0) => default_jobs(cores),
-        Some(j) if j > 64 => bail!(
-            "{}: expected at most 64 concurrent trials, found {j}",
+        None | Some(0) => Jobs::per_phase(),
+        Some(j) if j > MAX_JOBS => bail!(
+            "{}: expected at most {MAX_JOBS} concurrent trials (or 0 for the default), found {j}",
             from("--jobs", overrides.jobs.is_some(), "jobs")
         ),
-        Some(j) => j,
+        Some(j) => Jobs::Fixed(j),
     };
     let tasks = match &file.tasks {
         None => TaskKind::REFERENCE.to_vec(),
@@ -1111,7 +1101,7 @@ mod tests {
             &o,
         )
         .unwrap();
-        assert_eq!((a.seed, a.layouts, a.jobs), (9, 3, 1));
+        assert_eq!((a.seed, a.layouts, a.jobs), (9, 3, Jobs::Fixed(1)));
         assert_eq!(a.isolation, Isolation::FreshContext);
         let b = resolve(
             &text("seed = 9\nlayouts = 3\njobs = 7\n"),

@@ -6,6 +6,7 @@
 mod common;
 
 use faultline::config::{self, Overrides};
+use faultline::experiment::jobs::{Jobs, Phase};
 use faultline::experiment::shard::Shard;
 use faultline::experiment::RunRequest;
 use faultline_analysis::costs::Stage;
@@ -21,7 +22,6 @@ policies = ["unverified", "outcome"]
 decisions = "auto"
 faults = ["reference"]
 layouts = 2
-jobs = 2
 [recovery]
 enabled = true
 layouts = 1
@@ -110,9 +110,11 @@ fn check(db_path: &Path) -> Vec<StageCostRow> {
     let phases = db.phase_costs().unwrap();
     let names: Vec<&str> = phases.iter().map(|p| p.phase.as_str()).collect();
     assert_eq!(names, ["detection", "recovery"], "one row per phase run");
-    for p in &phases {
+    for (p, phase) in phases.iter().zip([Phase::Detection, Phase::Recovery]) {
         assert!(p.items > 0 && p.wall_ms > 0.0, "{p:?}");
-        assert_eq!((p.jobs, p.isolation.as_str()), (2, "reused_context"));
+        // No `jobs` in the config: each phase ran with its own default.
+        let jobs = Jobs::per_phase().of(phase) as u64;
+        assert_eq!((p.jobs, p.isolation.as_str()), (jobs, "reused_context"));
         assert!(p.cpu_ours_ms > 0.0 && p.cpu_browser_ms > 0.0, "{p:?}");
         assert!(
             p.peak_rss_ours_kib > 0 && p.peak_rss_browser_kib > 0,

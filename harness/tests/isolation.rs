@@ -12,7 +12,9 @@
 //!   replaced) and find none of them, with the history of a page from a new context.
 
 use chromiumoxide::cdp::browser_protocol::network::CookieParam;
-use faultline::engine::browser::{find_chromium, BrowserHandle, Isolation, PagePool, TrialPage};
+use faultline::engine::browser::{
+    find_chromium, BrowserHandle, Isolation, PagePool, PoolSize, TrialPage,
+};
 use faultline_sites::FixtureServer;
 use faultline_tasks::{Point, Size};
 use serde_json::Value;
@@ -152,8 +154,18 @@ async fn a_reused_page_keeps_no_state_of_the_trial_before() {
         .await
         .unwrap();
     let warm = format!("{base}/warm");
-    let fresh_pool = browser.page_pool(VIEWPORT, 1, warm.clone(), Isolation::FreshContext);
-    let reused_pool = browser.page_pool(VIEWPORT, 1, warm.clone(), Isolation::ReusedContext);
+    let fresh_pool = browser.page_pool(
+        VIEWPORT,
+        PoolSize::fixed(1),
+        warm.clone(),
+        Isolation::FreshContext,
+    );
+    let reused_pool = browser.page_pool(
+        VIEWPORT,
+        PoolSize::fixed(1),
+        warm.clone(),
+        Isolation::ReusedContext,
+    );
     let trial_url = format!("{base}/warm?trial");
 
     // What a page from a new context holds once a trial has loaded its page.
@@ -206,7 +218,7 @@ async fn a_page_whose_renderer_crashed_is_replaced_not_reused() {
         .unwrap();
     let pool = browser.page_pool(
         VIEWPORT,
-        1,
+        PoolSize::fixed(1),
         format!("{}/warm", server.base_url()),
         Isolation::ReusedContext,
     );

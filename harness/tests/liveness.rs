@@ -311,7 +311,7 @@ async fn one_page(
         .unwrap();
     let pool = browser.page_pool(
         Size::new(1200, 800),
-        1,
+        faultline::engine::browser::PoolSize::fixed(1),
         format!("{}/warm", server.base_url()),
         faultline::engine::browser::Isolation::FreshContext,
     );

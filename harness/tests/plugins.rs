@@ -336,7 +336,7 @@ async fn a_plugin_never_receives_the_ledger_token_and_the_ledger_refuses_it() {
         Box::new(ExternalPolicy::new(pool(spec, cfg.viewport), cfg.viewport));
     let pages = browser.page_pool(
         cfg.viewport,
-        2,
+        faultline::engine::browser::PoolSize::fixed(2),
         format!("{}/warm", server.base_url()),
         cfg.isolation,
     );

@@ -303,42 +303,48 @@ impl BrowserHandle {
         &self.version
     }
 
-    /// A pool that keeps up to `ready` fresh pages opened ahead of time, each in its own
-    /// new browser context and already showing `warm_url` (a blank page on the fixture
-    /// server's origin). A fresh context starts its renderer process on the first
-    /// navigation to a site; doing that ahead of time, while other trials wait on settle
-    /// timers, hides part of that cost, and the trial's own navigation is then same-site.
+    /// A pool of pages, each in its own new browser context and already showing
+    /// `warm_url` (a blank page on the fixture server's origin), opened ahead of time. A
+    /// fresh context starts its renderer process on the first navigation to a site; doing
+    /// that ahead of time, while other trials wait on settle timers, hides part of that
+    /// cost, and the trial's own navigation is then same-site.
     ///
     /// One task opens the pages, one at a time: opening a context keeps Chromium's
     /// browser process busy for a few hundred milliseconds, and several at once would
     /// stall other trials' CDP calls.
     ///
-    /// Under [`Isolation::ReusedContext`] a closed page is reset and handed out again
-    /// (see [`TrialPage::close`]); the pool then holds at most `ready + 2` pages in all,
-    /// and opens a new one only when a page could not be reset.
+    /// Under [`Isolation::FreshContext`] every trial takes a new page and the pool keeps
+    /// `size.ahead` waiting. Under [`Isolation::ReusedContext`] a closed page is reset and
+    /// handed out again (see [`TrialPage::close`]); the pool opens `size.ahead` pages at
+    /// first, then a new one only when fewer than two wait unused (more items run at once
+    /// than before, or a page could not be reset), and never holds more than
+    /// `size.most + 2`.
     pub fn page_pool(
         &self,
         viewport: Size,
-        ready: usize,
+        size: PoolSize,
         warm_url: String,
         isolation: Isolation,
     ) -> PagePool {
-        let ready = ready.max(1);
-        // Fresh pages: `ready` wait opened. Reused ones: at most `ready + 2` exist, and
+        let ahead = size.ahead.max(1);
+        // Fresh pages: `ahead` wait opened. Reused ones: at most `most + 2` exist, and
         // the queue has room for all of them, so handing a reset page back never waits.
         let (limit, capacity) = match isolation {
-            Isolation::FreshContext => (None, ready),
-            Isolation::ReusedContext => (
-                Some(Arc::new(tokio::sync::Semaphore::new(ready + 2))),
-                ready + 2,
-            ),
+            Isolation::FreshContext => (None, ahead),
+            Isolation::ReusedContext => {
+                let most = size.most.max(ahead) + 2;
+                (Some(Arc::new(tokio::sync::Semaphore::new(most))), most)
+            }
         };
         let (tx, rx) = tokio::sync::mpsc::channel(capacity);
+        let taken = Arc::new(tokio::sync::Notify::new());
         let browser = self.browser.clone();
         let alive = self.alive.clone();
         let liveness = self.liveness;
         let recycle_tx = tx.clone();
+        let demand = taken.clone();
         let opener = tokio::spawn(async move {
+            let mut opened = 0usize;
             // A dead browser opens no more pages: the pool says why once and stops.
             while alive.dead().is_none() {
                 let permit = match &limit {
@@ -348,6 +354,13 @@ impl BrowserHandle {
                     },
                     None => None,
                 };
+                // Reused pages come back: past the first `ahead`, a new one is opened
+                // only when the spares run low.
+                if permit.is_some() {
+                    while opened >= ahead && tx.max_capacity() - tx.capacity() >= SPARE_PAGES {
+                        demand.notified().await;
+                    }
+                }
                 let page = open_trial_page(
                     browser.clone(),
                     &alive,
@@ -364,6 +377,7 @@ impl BrowserHandle {
                     });
                     page
                 });
+                opened += 1;
                 if tx.send(page).await.is_err() {
                     return;
                 }
@@ -371,6 +385,7 @@ impl BrowserHandle {
         });
         PagePool {
             rx: tokio::sync::Mutex::new(rx),
+            taken,
             opener,
             alive: self.alive.clone(),
             liveness: self.liveness,
@@ -481,10 +496,32 @@ impl std::str::FromStr for Isolation {
 /// Trial pages, opened ahead of time (and, reused, reset). See [`BrowserHandle::page_pool`].
 pub struct PagePool {
     rx: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Result<TrialPage>>>,
+    /// Tells the opener a page was taken (it may be time to open another).
+    taken: Arc<tokio::sync::Notify>,
     opener: tokio::task::JoinHandle<()>,
     alive: Vital,
     liveness: Liveness,
 }
+
+/// How many pages a [`PagePool`] opens ahead of time, and how many items take pages from
+/// it at once at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSize {
+    /// Pages opened before anyone asks.
+    pub ahead: usize,
+    /// The most pages in use at once.
+    pub most: usize,
+}
+
+impl PoolSize {
+    /// For `n` items at once, all of them opened ahead.
+    pub fn fixed(n: usize) -> PoolSize {
+        PoolSize { ahead: n, most: n }
+    }
+}
+
+/// Reset pages a reusing pool keeps waiting unused before it opens another.
+const SPARE_PAGES: usize = 2;
 
 /// What a reusable page needs to go back into its pool.
 struct Reuse {
@@ -506,9 +543,12 @@ impl PagePool {
             &self.alive,
             None,
             async {
-                rx.recv()
+                let page = rx
+                    .recv()
                     .await
-                    .unwrap_or_else(|| Err(anyhow!("the page pool has stopped")))
+                    .unwrap_or_else(|| Err(anyhow!("the page pool has stopped")));
+                self.taken.notify_one();
+                page
             },
         )
         .await

@@ -32,7 +32,7 @@ pub use scorer::Scorer;
 pub use session::Session;
 
 use anyhow::{anyhow, Result};
-use browser::{BrowserHandle, Isolation, PagePool, TrialPage};
+use browser::{BrowserHandle, Isolation, PagePool, PoolSize, TrialPage};
 use faultline_policies::{Registry, VerificationPolicy};
 use faultline_sites::FixtureServer;
 use faultline_tasks::Size;
@@ -100,20 +100,20 @@ struct Relaunch {
     executable: PathBuf,
     liveness: Liveness,
     viewport: Size,
-    ready: usize,
+    pool: PoolSize,
     warm_url: String,
     isolation: Isolation,
 }
 
 impl Browsers {
-    /// Starts Chromium at `executable` with a pool of `ready` fresh pages showing
+    /// Starts Chromium at `executable` with a pool of pages (sized `pool`) showing
     /// `warm_url`, keeping trials apart by `isolation`; a dead browser is replaced up to
     /// `liveness.browser_restarts` times.
     pub async fn launch(
         executable: PathBuf,
         liveness: Liveness,
         viewport: Size,
-        ready: usize,
+        pool: PoolSize,
         warm_url: String,
         isolation: Isolation,
     ) -> Result<Browsers> {
@@ -121,7 +121,7 @@ impl Browsers {
             executable,
             liveness,
             viewport,
-            ready,
+            pool,
             warm_url,
             isolation,
         };
@@ -201,7 +201,7 @@ impl Relaunch {
         let handle = BrowserHandle::launch_with(&self.executable, self.liveness).await?;
         let pages = handle.page_pool(
             self.viewport,
-            self.ready,
+            self.pool,
             self.warm_url.clone(),
             self.isolation,
         );

@@ -8,6 +8,7 @@ use super::RunRequest;
 use crate::engine::cost::{Span, Stage, StageCosts};
 use crate::engine::trial::{run_trial, Condition, TrialResult};
 use crate::engine::Engine;
+use crate::experiment::jobs::Phase;
 use anyhow::{Context, Result};
 use faultline_analysis::db::{InfraErrorRow, ResultsDb, StageCostRow, TrialRow, VerdictRow};
 use faultline_faults::{Fault, FaultPlan};
@@ -95,7 +96,7 @@ pub async fn run(
         "detection",
         (total, skipped),
         todo,
-        config.jobs,
+        config.jobs.of(Phase::Detection),
         |spec: TrialSpec| {
             let env = env.clone();
             async move {
@@ -128,12 +129,8 @@ pub async fn run(
     summary.infra_failures = infra_failures;
     summary.failed = failed;
     if summary.run > 0 {
-        db.insert_phase_cost(&summary.cost_row(
-            "detection",
-            config.jobs,
-            config.isolation.as_str(),
-        ))
-        .with_context(|| format!("writing {}", db.path().display()))?;
+        db.insert_phase_cost(&summary.cost_row("detection", config.isolation.as_str()))
+            .with_context(|| format!("writing {}", db.path().display()))?;
     }
     Ok(summary)
 }

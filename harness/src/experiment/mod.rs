@@ -9,8 +9,9 @@
 //!   faults and once clean) and the rows a trial is stored as;
 //! - [`recovery`]: the recovery phase's work items (decision x fault x policy x run) and
 //!   the rows an episode is stored as;
-//! - [`phase`]: what both phases share: the items not yet stored, the scheduler (`jobs`
-//!   at once), progress and counts;
+//! - [`phase`]: what both phases share: the items not yet stored, the scheduler,
+//!   progress and counts;
+//! - [`jobs`]: how many items each phase runs at once;
 //! - [`record`]: the recorders (the oracle, and an agent such as a real model).
 //!
 //! Every item has a stable key and is stored atomically, so an interrupted run resumes
@@ -18,6 +19,7 @@
 
 pub mod decisions;
 pub mod detection;
+pub mod jobs;
 pub mod phase;
 pub mod record;
 pub mod recovery;
@@ -28,13 +30,14 @@ pub use phase::PhaseSummary;
 
 use crate::agent::{Agent, AgentContext};
 use crate::config::{ConfigText, ExperimentConfig, Overrides};
-use crate::engine::browser::find_chromium;
+use crate::engine::browser::{find_chromium, PoolSize};
 use crate::engine::{Browsers, Engine, Scorer};
 use crate::error::UsageError;
 use anyhow::{anyhow, bail, Context, Result};
 use faultline_analysis::db::ResultsDb;
 use faultline_sites::FixtureServer;
 use faultline_tasks::DecisionSet;
+use jobs::Phase;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -81,6 +84,8 @@ pub struct RunSummary {
     pub trials_skipped: usize,
     /// Wall-clock time of the detection phase.
     pub detection_wall: Duration,
+    /// At most how many detection trials ran at once.
+    pub detection_jobs: usize,
     /// The recovery phase, when the config enables it.
     pub recovery: Option<PhaseSummary>,
     /// Attempts that failed for infrastructure reasons (retried or given up on), in
@@ -119,7 +124,10 @@ impl Harness {
             chromium,
             config.liveness,
             config.viewport,
-            config.jobs,
+            PoolSize {
+                ahead: config.jobs.of(Phase::Detection),
+                most: config.jobs.most(),
+            },
             format!("{}/warm", server.base_url()),
             config.isolation,
         )
@@ -355,6 +363,7 @@ async fn run_with(
         trials_run: detection.run,
         trials_skipped: detection.skipped,
         detection_wall: detection.wall,
+        detection_jobs: detection.jobs,
         recovery,
         report: files.report_md,
         view: view.index,

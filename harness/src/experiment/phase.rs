@@ -1,8 +1,9 @@
 //! What both phases share: the items not yet stored, the scheduler and progress.
 //!
 //! A phase's items are fixed before anything runs; those already stored (resume) are
-//! skipped; the rest run at most `jobs` at once, each finished result handed to the
-//! phase's store function in completion order (storage order does not affect results).
+//! skipped; the rest run at most `jobs` at once (see [`super::jobs`]), each finished
+//! result handed to the phase's store function in completion order (storage order does
+//! not affect results).
 //!
 //! Progress is a bar when a person watches (both stdout and stderr are terminals), and
 //! otherwise — a CI log, a pod's log, a Slurm output file — one plain line on stderr
@@ -37,16 +38,18 @@ pub struct PhaseSummary {
     pub started_at: f64,
     /// CPU and memory the phase used (faultline and Chromium).
     pub cost: PhaseCost,
+    /// At most how many items ran at once.
+    pub jobs: usize,
 }
 
 impl PhaseSummary {
-    /// The phase's cost as a stored row (`jobs` items at once, isolated as `isolation`).
-    pub fn cost_row(&self, phase: &str, jobs: usize, isolation: &str) -> PhaseCostRow {
+    /// The phase's cost as a stored row (isolated as `isolation`).
+    pub fn cost_row(&self, phase: &str, isolation: &str) -> PhaseCostRow {
         PhaseCostRow {
             phase: phase.to_string(),
             started_at: format!("{:.3}", self.started_at),
             items: self.run as u64,
-            jobs: jobs as u64,
+            jobs: self.jobs as u64,
             isolation: isolation.to_string(),
             wall_ms: self.wall.as_secs_f64() * 1000.0,
             cpu_ours_ms: self.cost.cpu.ours_ms,
@@ -254,6 +257,7 @@ where
         failed: 0,
         started_at,
         cost: meter.finish(),
+        jobs: jobs.max(1),
     })
 }
 

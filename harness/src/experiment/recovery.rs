@@ -8,6 +8,7 @@ use crate::agent::Agent;
 use crate::engine::cost::{Span, Stage};
 use crate::engine::episode::{run_episode, EpisodeResult, EpisodeSpec};
 use crate::engine::Engine;
+use crate::experiment::jobs::Phase;
 use anyhow::{anyhow, Context, Result};
 use faultline_analysis::db::{EpisodeRow, EpisodeStepRow, InfraErrorRow, ResultsDb};
 use faultline_faults::{Fault, FaultPlan};
@@ -108,7 +109,7 @@ pub async fn run(
         "recovery ",
         (total, skipped),
         todo,
-        config.jobs,
+        config.jobs.of(Phase::Recovery),
         |task: EpisodeTask| {
             let env = env.clone();
             let agent = task.agent.clone();
@@ -148,7 +149,7 @@ pub async fn run(
     summary.infra_failures = infra_failures;
     summary.failed = failed;
     if summary.run > 0 {
-        db.insert_phase_cost(&summary.cost_row("recovery", config.jobs, config.isolation.as_str()))
+        db.insert_phase_cost(&summary.cost_row("recovery", config.isolation.as_str()))
             .with_context(|| format!("writing {}", db.path().display()))?;
     }
     Ok(summary)
