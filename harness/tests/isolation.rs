@@ -55,6 +55,20 @@ const PLANT: &str = r#"(async () => {
   return true;
 })()"#;
 
+/// Scripts that write again after the trial has ended, while the page is being reset: a
+/// timer, and the page's way out.
+const LATE_WRITER: &str = r#"(() => {
+  const again = () => {
+    localStorage.setItem('leak', '1');
+    sessionStorage.setItem('leak', '1');
+    window.name = 'leak';
+    document.cookie = 'leak=script; path=/';
+  };
+  setInterval(again, 1);
+  addEventListener('pagehide', again);
+  return true;
+})()"#;
+
 /// What is left on the page now: the kinds found, the history length, the viewport
 /// width and how many elements are hovered (after two frames, so a pointer left over
 /// the page has been hit-tested again).
@@ -186,7 +200,9 @@ async fn a_reused_page_keeps_no_state_of_the_trial_before() {
     assert_eq!(kept.found, expected, "the probes must see what was planted");
     assert!(kept.history > clean.history, "{} entries", kept.history);
 
-    // Closed into the pool, reset, and taken back: nothing is left.
+    // Closed into the pool (with scripts still writing), reset, and taken back: nothing
+    // is left.
+    assert_eq!(first.eval(LATE_WRITER).await.unwrap(), Value::Bool(true));
     first.close().await;
     let (again, others) = take_back(&reused_pool, &id).await;
     again.goto(&trial_url).await.unwrap();
