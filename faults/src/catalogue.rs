@@ -582,7 +582,7 @@ faults! {
         outcome_holds: false,
         not_fired_when: "the menu's value never changed",
     },
-    /// The click handler busy-loops the page's main thread.
+    /// The click handler blocks the page's main thread.
     MainThreadHang = FaultSpec {
         id: "execution.main_thread_hang",
         layer: Layer::Execution,
@@ -590,10 +590,10 @@ faults! {
         mechanism: M::Page,
         tasks: &[T::Grid, T::Form],
         description: "the click handler hangs the page's main thread (an infinite-looking loop) for longer than the harness's deadlines",
-        injection: "a page script intercepts the click on the target before the page's handler, reports it, then busy-loops the main thread once its ledger requests are answered",
-        parameters: "the hang, 12000-14000 ms (the harness waits 4000 ms for a page to become ready, 10000 ms for one call)",
+        injection: "a page script intercepts the click on the target before the page's handler and blocks the main thread on a synchronous request the server holds (and records)",
+        parameters: "the hang, 12000-14000 ms: past the harness's 10000 ms deadline for one call, so the click itself gets no answer",
         witness: "the click intercepted and the hang's length",
-        implies: "no selection, no write; the page runs no task (no timer, no event, no promise) until the loop ends, so it never becomes ready; a tool that waits forever, or reports success, is wrong",
+        implies: "no selection, no write; the page runs no task (no timer, no event, no promise) until the hang ends, and the click never returns; a tool that waits forever, or reports success, is wrong",
         outcome_holds: false,
         not_fired_when: "no click reached the target",
     },

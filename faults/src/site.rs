@@ -151,10 +151,11 @@ pub enum PageMod {
     /// The click on the target is intercepted before the page's handler (nothing is
     /// selected or written) and reported; the harness then crashes the renderer.
     InterceptClick,
-    /// The click on the target is intercepted before the page's handler and reported,
-    /// then the main thread busy-loops for `ms` milliseconds.
+    /// The click on the target is intercepted before the page's handler, and the main
+    /// thread blocks for `ms` milliseconds inside the click's dispatch, on a synchronous
+    /// request the server holds (and records as the witness).
     HangAfterClick {
-        /// How long the main thread is kept busy, in milliseconds.
+        /// How long the main thread is blocked, in milliseconds.
         ms: u64,
     },
     /// A live ticker rewrites part of the page every `interval_ms` milliseconds, from

@@ -552,10 +552,14 @@ pub fn extras(layout: &Layout, mods: &[PageMod]) -> Extras {
                 // renderer crashed by the harness, or a hung main thread) is reported
                 // first, on a keepalive request that outlives the page.
                 let after = match m {
-                    // The loop starts once every ledger request of the page has been
-                    // answered, so what the click sent is in the ledger whatever the load.
+                    // The hang is a synchronous request the server holds (it records
+                    // the witness on arrival): the main thread blocks inside the click's
+                    // own dispatch, so the harness's click call is the one that gets no
+                    // answer, whatever the machine's load, and no CPU burns while it
+                    // waits. Chromium sends the ledger's click request, started just
+                    // before, before the thread blocks.
                     PageMod::HangAfterClick { ms } => format!(
-                        "__fl.witness('hung', {{ ms: {ms} }});\n  (function start() {{ if (__fl.pending() > 0) {{ setTimeout(start, 5); return; }} var end = performance.now() + {ms}; while (performance.now() < end) {{}} }})();"
+                        "var x = new XMLHttpRequest();\n  x.open('POST', '/s/' + __fl.scope + '/hang', false);\n  x.setRequestHeader('content-type', 'application/json');\n  try {{ x.send(JSON.stringify({{ kind: 'hung', page_ms: performance.now(), data: {{ ms: {ms} }} }})); }} catch (err) {{}}"
                     ),
                     _ => "__fl.witness('click_intercepted', {});".to_string(),
                 };

@@ -173,6 +173,7 @@ fn router(state: AppState) -> Router {
         .route("/warm", get(warm))
         .route("/s/{scope}/event", post(event))
         .route("/s/{scope}/witness", post(witness))
+        .route("/s/{scope}/hang", post(hang))
         .route("/s/{scope}/login", get(login))
         .route("/s/{scope}/decoy", get(decoy))
         .route("/s/{scope}/{task}", get(task_page))
@@ -266,6 +267,42 @@ async fn witness(
         // A scope with no fault armed has nothing to witness.
         (StatusCode::CONFLICT, "no fault is armed on this scope").into_response()
     }
+}
+
+/// The longest a page may ask the server to hold its main thread (see [`hang`]).
+const MAX_HANG_MS: u64 = 60_000;
+
+/// A page's main thread, blocked on purpose: the main-thread-hang fault sends this
+/// request synchronously, so the page runs nothing until the answer comes `data.ms` later
+/// (at most [`MAX_HANG_MS`], or when the server stops). The witness is recorded when the
+/// request arrives: the page cannot report anything while it waits.
+async fn hang(
+    State(state): State<AppState>,
+    Path(scope): Path<String>,
+    Json(ev): Json<PageEvent>,
+) -> Response {
+    if let Err(r) = scope_or_400(&scope) {
+        return r.into_response();
+    }
+    let Some(ms) = ev.data.get("ms").and_then(serde_json::Value::as_u64) else {
+        return (
+            StatusCode::BAD_REQUEST,
+            "data.ms: expected the hang in milliseconds",
+        )
+            .into_response();
+    };
+    if !state
+        .board
+        .witness(&scope, "hung", true, ev.page_ms, ev.data)
+    {
+        return (StatusCode::CONFLICT, "no fault is armed on this scope").into_response();
+    }
+    let mut stopping = state.board.stopping.subscribe();
+    tokio::select! {
+        _ = tokio::time::sleep(std::time::Duration::from_millis(ms.min(MAX_HANG_MS))) => {}
+        _ = stopping.wait_for(|s| *s) => {}
+    }
+    StatusCode::NO_CONTENT.into_response()
 }
 
 async fn login(Path(scope): Path<String>) -> Response {

@@ -189,3 +189,63 @@ async fn a_delayed_response_is_in_flight_for_its_scope_until_it_is_sent() {
     assert_eq!(http(addr, get(&path, None)).await.0, 200);
     assert_eq!(server.in_flight(&other), 0);
 }
+
+fn post_json(path: &str, body: &str) -> String {
+    format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// The main-thread-hang fault blocks its page on a request the server holds: the hang
+/// is witnessed when the request arrives (the blocked page can report nothing), held for
+/// the asked time, and refused at once on a scope with no fault armed.
+#[tokio::test]
+async fn a_hang_request_is_witnessed_on_arrival_and_held_only_on_an_armed_scope() {
+    use faultline_faults::site::{PageMod, SiteInjection};
+    use std::time::{Duration, Instant};
+    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
+    let hung = Scope::parse("hung").unwrap();
+    server.arm(
+        &hung,
+        SiteInjection {
+            fault: "execution.main_thread_hang".into(),
+            network: vec![],
+            page: vec![PageMod::HangAfterClick { ms: 3000 }],
+        },
+    );
+    let body = r#"{"kind":"hung","page_ms":12.5,"data":{"ms":3000}}"#;
+    let started = Instant::now();
+    let (status, _) = http(server.addr(), post_json("/s/unarmed/hang", body)).await;
+    assert_eq!(status, 409, "no fault armed: refused");
+    assert!(
+        started.elapsed() < Duration::from_millis(2000),
+        "and not held"
+    );
+
+    let addr = server.addr();
+    let started = Instant::now();
+    let request = tokio::spawn(async move { http(addr, post_json("/s/hung/hang", body)).await });
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.in_flight(&hung) == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(server.in_flight(&hung), 1, "the hang is held");
+    assert_eq!(request.await.unwrap().0, 204);
+    assert!(
+        started.elapsed() >= Duration::from_millis(3000),
+        "held for its length"
+    );
+    let (status, _) = http(
+        server.addr(),
+        post_json("/s/hung/hang", r#"{"kind":"hung","data":{}}"#),
+    )
+    .await;
+    assert_eq!(status, 400, "a hang with no length is refused");
+    let witnessed = server.disarm(&hung);
+    assert_eq!(witnessed.len(), 1, "{witnessed:?}");
+    assert_eq!(witnessed[0].kind, "hung");
+    assert_eq!(witnessed[0].data["ms"], 3000);
+    assert_eq!(witnessed[0].page_ms, Some(12.5));
+    server.shutdown().await;
+}
