@@ -255,17 +255,26 @@ async fn witness(
     Path(scope): Path<String>,
     Json(ev): Json<PageEvent>,
 ) -> Response {
-    if let Err(r) = scope_or_400(&scope) {
-        return r.into_response();
+    record_witness(&state, &scope, &ev.kind, ev.page_ms, ev.data)
+        .unwrap_or_else(|| StatusCode::NO_CONTENT.into_response())
+}
+
+/// Records a page-sent witness on `scope`, or returns the refusal: 400 for a bad scope,
+/// 409 on a scope with no fault armed, which has nothing to witness.
+fn record_witness(
+    state: &AppState,
+    scope: &str,
+    kind: &str,
+    page_ms: Option<f64>,
+    data: serde_json::Value,
+) -> Option<Response> {
+    if let Err(r) = scope_or_400(scope) {
+        return Some(r.into_response());
     }
-    if state
-        .board
-        .witness(&scope, &ev.kind, true, ev.page_ms, ev.data)
-    {
-        StatusCode::NO_CONTENT.into_response()
+    if state.board.witness(scope, kind, true, page_ms, data) {
+        None
     } else {
-        // A scope with no fault armed has nothing to witness.
-        (StatusCode::CONFLICT, "no fault is armed on this scope").into_response()
+        Some((StatusCode::CONFLICT, "no fault is armed on this scope").into_response())
     }
 }
 
@@ -281,9 +290,6 @@ async fn hang(
     Path(scope): Path<String>,
     Json(ev): Json<PageEvent>,
 ) -> Response {
-    if let Err(r) = scope_or_400(&scope) {
-        return r.into_response();
-    }
     let Some(ms) = ev.data.get("ms").and_then(serde_json::Value::as_u64) else {
         return (
             StatusCode::BAD_REQUEST,
@@ -291,11 +297,8 @@ async fn hang(
         )
             .into_response();
     };
-    if !state
-        .board
-        .witness(&scope, "hung", true, ev.page_ms, ev.data)
-    {
-        return (StatusCode::CONFLICT, "no fault is armed on this scope").into_response();
+    if let Some(refused) = record_witness(&state, &scope, "hung", ev.page_ms, ev.data) {
+        return refused;
     }
     let mut stopping = state.board.stopping.subscribe();
     tokio::select! {
