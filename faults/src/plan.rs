@@ -17,6 +17,15 @@ use serde_json::json;
 /// The end-of-message token the parse fault leaks.
 pub const LEAKED_TOKEN: &str = "<|im_end|>";
 
+/// How late a delayed page change lands (a held save response, a rollback), in ms after
+/// the action. Both ends are clear of the round trip's observation points, so the load
+/// cannot decide the race: later than the observation after the click (120 ms settle,
+/// then the capture: a few hundred ms on a loaded machine), earlier than the next one of
+/// an agent that waits 1.5 s. The range used to be 1.8-2.6 s, which straddled that next
+/// observation (1.7-2.2 s after the click, depending on load): recovery episodes
+/// differed between runs of the same seed.
+pub const SETTLED_BEFORE_A_WAIT_ENDS: std::ops::RangeInclusive<u64> = 1000..=1300;
+
 /// The message the iframe feedback fault reports instead of the honest one.
 pub const NO_CHANGE_MESSAGE: &str = "No change detected.";
 
@@ -90,7 +99,7 @@ impl FaultPlan {
                 vec![rule(
                     Route::FormSave,
                     NetworkEffect::Delay {
-                        ms: rng.random_range(1800..=2600),
+                        ms: rng.random_range(SETTLED_BEFORE_A_WAIT_ENDS),
                     },
                     None,
                 )],
@@ -265,7 +274,7 @@ impl FaultPlan {
                     None,
                 )],
                 vec![PageMod::OptimisticToast {
-                    rollback_ms: rng.random_range(1800..=2400),
+                    rollback_ms: rng.random_range(SETTLED_BEFORE_A_WAIT_ENDS),
                 }],
             ),
             Fault::InjectedInstruction => {
