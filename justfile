@@ -21,9 +21,10 @@ test: chromium
     @echo "no Chromium process survived the test suite"
 
 # Benchmarks: cluster bootstrap, plugin protocol overhead, the default run's costs, full
-# report rebuild time, viewer. `just bench build` adds a cold release build.
+# report rebuild time, viewer. Extras, also together (`just bench build catalogue`):
+# `just bench build` adds a cold release build, `just bench catalogue` the catalogue run twice.
 bench *WHAT: bench-stats bench-plugin bench-run bench-view
-    @if [ "{{WHAT}}" = "build" ]; then just bench-build; fi
+    @for w in {{WHAT}}; do case "$w" in build) just bench-build ;; catalogue) just bench-catalogue ;; *) echo "unknown benchmark: $w (expected build or catalogue)" >&2; exit 2 ;; esac; done
 
 # One judgement through the example Python verifier's process vs the built-in `generic` (criterion).
 bench-plugin:
@@ -85,6 +86,28 @@ bench-run: chromium
     load after
     TIMEFORMAT="report rebuilt from results.sqlite (tables, intervals, paired bootstraps, plots): %R s wall"
     time cargo run --release --quiet --bin faultline -- report "$tmp/run/results.sqlite" > /dev/null
+
+# Timing-dependent faults must not let the machine's load decide a result: so the
+# catalogue config (every fault, both phases) runs twice with the same seed, each run's
+# cost printed, and every table compared byte for byte between the runs.
+bench-catalogue: chromium
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cargo build --release --quiet --bin faultline
+    tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+    for r in 1 2; do
+        echo "load average before run $r: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
+        start=$EPOCHREALTIME
+        cargo run --release --quiet --bin faultline -- run --config catalogue --out "$tmp/$r" > /dev/null 2>&1
+        echo "catalogue run $r: $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s wall in all (report and viewer included)"
+        cargo run --release --quiet --bin faultline -- costs "$tmp/$r" | sed -n 1,6p
+    done
+    differ=0
+    for t in $(cd "$tmp/1" && ls *.csv); do
+        cmp -s "$tmp/1/$t" "$tmp/2/$t" || { echo "$t differs between the two runs:"; diff "$tmp/1/$t" "$tmp/2/$t" | head -20; differ=1; }
+    done
+    [ "$differ" -eq 0 ] || exit 1
+    echo "every table byte-identical in both runs ($(cd "$tmp/1" && ls *.csv | wc -l) CSV files)"
 
 # A cold release build of faultline in a scratch target directory (deleted afterwards),
 # timed; cargo's per-crate timing report is kept as target/cargo-timing-cold.html.

@@ -17,7 +17,9 @@
 //!   have judged;
 //! - [`trial`]: one detection trial (replay, every policy judges, then score);
 //! - [`episode`]: one recovery episode (replay, then the agent acts on the policy's
-//!   feedback until it stops or runs out of budget).
+//!   feedback until it stops or runs out of budget);
+//! - [`waiting`]: an item whose CDP call goes unanswered for long counts as waiting, not
+//!   working, so its phase can start another item in its place.
 
 pub mod browser;
 pub mod cost;
@@ -27,6 +29,7 @@ pub mod roundtrip;
 pub mod scorer;
 pub mod session;
 pub mod trial;
+pub mod waiting;
 
 pub use scorer::Scorer;
 pub use session::Session;

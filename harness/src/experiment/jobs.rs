@@ -25,13 +25,18 @@
 //! rhythm (a batch of navigations, then a batch of waits), so the limit swung between 4
 //! and 28 and recovery took 205 s against 182 s at a fixed 20 in the same session.
 //!
+//! The number counts items at work. An item whose CDP call goes unanswered for
+//! seconds (a hung page, a held request) is parked and makes room for another
+//! (`engine::waiting`), up to [`in_flight`] items in all: those waits use no CPU, and in
+//! the catalogue config they held about a third of recovery's places.
+//!
 //! Results do not depend on the number (every item's seed and key are fixed before the
 //! phase starts, and the tests compare tables across job counts); it changes only how
 //! long a run takes. What a phase ran with is stored with its costs (`phase_costs.jobs`).
 
 use serde::{Deserialize, Serialize};
 
-/// The most items a run may have in flight.
+/// The most items a run may have in flight (working or parked).
 pub const MAX_JOBS: usize = 64;
 
 /// Detection trials at once per core, by default.
@@ -105,10 +110,18 @@ impl Jobs {
         }
     }
 
-    /// The most items at once in any phase (what the page pool may have to serve).
+    /// The most items in flight at once in any phase, parked ones included (what the
+    /// page pool may have to serve).
     pub fn most(self) -> usize {
-        self.of(Phase::Detection).max(self.of(Phase::Recovery))
+        in_flight(self.of(Phase::Detection).max(self.of(Phase::Recovery)))
     }
+}
+
+/// The most items in flight when `jobs` work at once: as many again may be parked on a
+/// call the page does not answer (see `engine::waiting`), within [`MAX_JOBS`]. Each holds
+/// a page, so this bounds the browser's memory (about 43 MiB per page measured).
+pub fn in_flight(jobs: usize) -> usize {
+    (2 * jobs).min(MAX_JOBS).max(jobs)
 }
 
 #[cfg(test)]
@@ -120,7 +133,7 @@ mod tests {
         let j = Jobs::PerPhase { cores: 2 };
         assert_eq!(
             (j.of(Phase::Detection), j.of(Phase::Recovery), j.most()),
-            (10, 20, 20)
+            (10, 20, 40)
         );
         let big = Jobs::PerPhase { cores: 16 };
         assert_eq!(
@@ -134,8 +147,9 @@ mod tests {
         let j = Jobs::Fixed(3);
         assert_eq!(
             (j.of(Phase::Detection), j.of(Phase::Recovery), j.most()),
-            (3, 3, 3)
+            (3, 3, 6)
         );
+        assert_eq!((in_flight(1), in_flight(40), in_flight(64)), (2, 64, 64));
     }
 
     #[test]

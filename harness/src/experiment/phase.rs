@@ -1,7 +1,8 @@
 //! What both phases share: the items not yet stored, the scheduler and progress.
 //!
 //! A phase's items are fixed before anything runs; those already stored (resume) are
-//! skipped; the rest run at most `jobs` at once (see [`super::jobs`]), each finished
+//! skipped; the rest run at most `jobs` at once (see [`super::jobs`]; an item parked on a
+//! call the page does not answer makes room for another, see `engine::waiting`), each finished
 //! result handed to the phase's store function in completion order (storage order does
 //! not affect results).
 //!
@@ -11,11 +12,13 @@
 //! and ETA.
 
 use crate::engine::cost::{PhaseCost, PhaseMeter};
+use crate::engine::waiting::Waiting;
 use anyhow::{Context, Result};
 use faultline_analysis::db::PhaseCostRow;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 
@@ -38,7 +41,8 @@ pub struct PhaseSummary {
     pub started_at: f64,
     /// CPU and memory the phase used (faultline and Chromium).
     pub cost: PhaseCost,
-    /// At most how many items ran at once.
+    /// At most how many items worked at once (items parked on an unanswered call not
+    /// counted: see `engine::waiting`).
     pub jobs: usize,
 }
 
@@ -208,7 +212,8 @@ impl Progress {
     }
 }
 
-/// Runs a phase: `work` on every item with at most `jobs` at once, each finished result
+/// Runs a phase: `work` on every item with at most `jobs` working at once (and at most
+/// [`super::jobs::in_flight`] in flight, parked ones included), each finished result
 /// handed to `store` in completion order (storage order does not affect results), with a
 /// progress (a bar or log lines, when `progress`) over the phase's `(total, already stored)`.
 pub async fn run_phase<S, R, Fut>(
@@ -234,17 +239,27 @@ where
     let mut run = 0usize;
     let mut queue = items.into_iter();
     let mut running: JoinSet<Result<R>> = JoinSet::new();
-    for item in queue.by_ref().take(jobs.max(1)) {
-        running.spawn(work(item));
-    }
-    while let Some(joined) = running.join_next().await {
+    let jobs = jobs.max(1);
+    let in_flight = super::jobs::in_flight(jobs);
+    let waiting = Arc::new(Waiting::default());
+    loop {
+        // Start items while fewer than `jobs` work (an item parked on an unanswered call
+        // does not: see `engine::waiting`) and fewer than `in_flight` hold a page.
+        while running.len() < in_flight && running.len().saturating_sub(waiting.parked()) < jobs {
+            let Some(item) = queue.next() else { break };
+            running.spawn(waiting.clone().scope(work(item)));
+        }
+        let joined = tokio::select! {
+            joined = running.join_next() => match joined {
+                Some(joined) => joined,
+                None => break,
+            },
+            () = waiting.changed() => continue,
+        };
         let result = joined.context("a task panicked")??;
         store(result)?;
         run += 1;
         bar.inc();
-        if let Some(next) = queue.next() {
-            running.spawn(work(next));
-        }
     }
     bar.finish();
     let wall = started.elapsed();
@@ -257,13 +272,68 @@ where
         failed: 0,
         started_at,
         cost: meter.finish(),
-        jobs: jobs.max(1),
+        jobs,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs items of (how long the item's one call takes, in ms) with `jobs`, and returns
+    /// when (ms after the phase started) each item started, by item.
+    async fn start_times(jobs: usize, calls: Vec<u64>) -> Vec<u64> {
+        let t0 = tokio::time::Instant::now();
+        let mut started = Vec::new();
+        let items: Vec<(usize, u64)> = calls.into_iter().enumerate().collect();
+        let n = items.len();
+        let summary = run_phase(
+            false,
+            "test",
+            (n, 0),
+            items,
+            jobs,
+            |(i, ms)| async move {
+                let at = t0.elapsed().as_millis() as u64;
+                crate::engine::waiting::unanswered(tokio::time::sleep(Duration::from_millis(ms)))
+                    .await;
+                Ok((i, at))
+            },
+            |r| {
+                started.push(r);
+                Ok(())
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!((summary.run, summary.jobs), (n, jobs));
+        started.sort();
+        started.into_iter().map(|(_, at)| at).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_item_parked_on_an_unanswered_call_makes_room_for_another() {
+        // Two places; the first two items wait 10 s on their call: parked after 1.5 s,
+        // the next two start then instead of after 10 s.
+        assert_eq!(
+            start_times(2, vec![10_000, 10_000, 100, 100]).await,
+            vec![0, 0, 1500, 1500]
+        );
+        // Calls answered in time park nothing: the third item waits for a place.
+        assert_eq!(
+            start_times(2, vec![1000, 1000, 100]).await,
+            vec![0, 0, 1000]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn parked_items_are_bounded_by_the_most_in_flight() {
+        // One place, two in flight: the third item waits until the first one ends.
+        assert_eq!(
+            start_times(1, vec![10_000, 10_000, 100]).await,
+            vec![0, 1500, 10_000]
+        );
+    }
 
     #[test]
     fn progress_lines_read_well_in_a_log() {
