@@ -331,12 +331,12 @@ faults! {
         mechanism: M::Network,
         tasks: &[T::Grid],
         description: "the stylesheet that positions the board is loaded after the page's load event and arrives late, so the layout jumps after the action",
-        injection: "the page loads its stylesheet after load; server middleware delays it",
-        parameters: "the delay, 3500-4500 ms",
+        injection: "the page loads its stylesheet after load; server middleware holds it until the page reports its first click, then delays it",
+        parameters: "the delay after the click, 1000-1300 ms: after the observation of the click, before the next one of an agent that waits 1.5 s (4 s at most without a click)",
         witness: "the delay and the page-clock instants of the click and of the stylesheet applying",
         implies: "the click lands on the unstyled layout: not on the target",
         outcome_holds: false,
-        not_fired_when: "the stylesheet applied before the click (a very slow click)",
+        not_fired_when: "the stylesheet applied before the click (no click within 4 s of the page's load)",
     },
     /// The form's Save icon is missing.
     ImageMissing = FaultSpec {

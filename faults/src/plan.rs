@@ -169,10 +169,15 @@ impl FaultPlan {
                     fires: false,
                     ..rule(
                         Route::GridStyle,
-                        // Well past the scripted agent's 1.5 s wait and its retries, so
-                        // whether the layout has jumped never depends on the run's timing.
-                        NetworkEffect::Delay {
-                            ms: rng.random_range(3500..=4500),
+                        // Held until the page reports its first click (before the
+                        // stylesheet), then landing after the observation of that click
+                        // and before the one after an agent's wait: where the layout
+                        // jumps never depends on the machine's load. Timed from the page
+                        // load (3.5-4.5 s), it raced an agent's retries.
+                        NetworkEffect::DelayAfterWitness {
+                            after: "click_before_stylesheet".into(),
+                            ms: rng.random_range(SETTLED_BEFORE_A_WAIT_ENDS),
+                            max_wait_ms: 4000,
                         },
                         None,
                     )

@@ -52,6 +52,18 @@ pub enum NetworkEffect {
         /// How long the response is held back, in milliseconds.
         ms: u64,
     },
+    /// The handler runs at once; the response is held until the page has reported the
+    /// witness `after` on the request's scope (or `max_wait_ms` passed), then for `ms`
+    /// more. Timed from an event of the page rather than from the request, a late
+    /// resource lands at the same point of the round trip however loaded the machine is.
+    DelayAfterWitness {
+        /// The kind of the page's witness event that starts the delay.
+        after: String,
+        /// How long the response is held once the event came, in milliseconds.
+        ms: u64,
+        /// The longest wait for the event, in milliseconds (then the delay starts anyway).
+        max_wait_ms: u64,
+    },
     /// The handler runs; the response's headers and its body up to the first occurrence
     /// of `cut_before` are sent, then the connection is aborted.
     DropMidBody {

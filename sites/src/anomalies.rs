@@ -148,6 +148,15 @@ impl FaultBoard {
         true
     }
 
+    /// Whether the page reported a witness event of `kind` on `scope`.
+    fn witnessed(&self, scope: &str, kind: &str) -> bool {
+        self.witnesses
+            .lock()
+            .expect("board lock")
+            .get(scope)
+            .is_some_and(|w| w.iter().any(|e| e.kind == kind))
+    }
+
     /// The rule for this request, if one is armed and has uses left (and counts the use).
     fn take_rule(&self, scope: &str, route: Route) -> Option<NetworkRule> {
         let mut armed = self.armed.lock().expect("board lock");
@@ -262,6 +271,39 @@ async fn apply_network_faults(state: &NetworkState, req: Request, next: Next) ->
             let resp = next.run(req).await;
             note("delayed", json!({ "route": name, "delay_ms": ms }));
             tokio::time::sleep(Duration::from_millis(*ms)).await;
+            resp
+        }
+        NetworkEffect::DelayAfterWitness {
+            after,
+            ms,
+            max_wait_ms,
+        } => {
+            let resp = next.run(req).await;
+            let waited = Instant::now();
+            let deadline = waited + Duration::from_millis(*max_wait_ms);
+            let mut stopping = board.stopping.subscribe();
+            let mut came = board.witnessed(&scope, after);
+            while !came && Instant::now() < deadline && !*stopping.borrow_and_update() {
+                // A few ms of polling: cheap, and precise enough for a delay of a second.
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+                    _ = stopping.changed() => {}
+                }
+                came = board.witnessed(&scope, after);
+            }
+            note(
+                "delayed",
+                json!({
+                    "route": name,
+                    "delay_ms": ms,
+                    "after": if came { after.as_str() } else { "max_wait" },
+                    "waited_ms": waited.elapsed().as_millis() as u64,
+                }),
+            );
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(*ms)) => {}
+                _ = stopping.wait_for(|s| *s) => {}
+            }
             resp
         }
         NetworkEffect::DropMidBody { cut_before } => {

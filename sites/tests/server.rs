@@ -249,3 +249,82 @@ async fn a_hang_request_is_witnessed_on_arrival_and_held_only_on_an_armed_scope(
     assert_eq!(witnessed[0].page_ms, Some(12.5));
     server.shutdown().await;
 }
+
+/// The late-stylesheet fault times its delay from the page's first click, not from the
+/// request: the stylesheet is held while no click is reported, released `ms` after the
+/// click's witness arrives, and released anyway once `max_wait_ms` passed without one.
+#[tokio::test]
+async fn a_delay_after_a_witness_holds_the_response_until_the_page_reports_it() {
+    use faultline_faults::site::{NetworkEffect, NetworkRule, Route, SiteInjection};
+    use std::time::{Duration, Instant};
+    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
+    let arm = |scope: &Scope| {
+        server.arm(
+            scope,
+            SiteInjection {
+                fault: "resource.stylesheet_delayed".into(),
+                network: vec![NetworkRule {
+                    route: Route::GridStyle,
+                    effect: NetworkEffect::DelayAfterWitness {
+                        after: "click_before_stylesheet".into(),
+                        ms: 300,
+                        max_wait_ms: 2500,
+                    },
+                    times: None,
+                    fires: false,
+                }],
+                page: vec![],
+            },
+        )
+    };
+    let (clicked, never) = (
+        Scope::parse("clicked").unwrap(),
+        Scope::parse("never").unwrap(),
+    );
+    arm(&clicked);
+    arm(&never);
+    let addr = server.addr();
+    let seed = Layout::for_root(1, TaskKind::Grid, 0).seed;
+    let css = move |scope: &str| {
+        get(
+            &format!("/s/{scope}/static/grid.css?layout=0&seed={seed}"),
+            None,
+        )
+    };
+    let started = Instant::now();
+    let (a, b) = (css("clicked"), css("never"));
+    let style = tokio::spawn(async move { http(addr, a).await });
+    let unclicked = tokio::spawn(async move { http(addr, b).await });
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert!(!style.is_finished(), "released before the click");
+    let click = r#"{"kind":"click_before_stylesheet","page_ms":1000.0,"data":{"x":1,"y":2}}"#;
+    let clicked_at = Instant::now();
+    assert_eq!(
+        http(addr, post_json("/s/clicked/witness", click)).await.0,
+        204
+    );
+    let (status, _) = style.await.unwrap();
+    assert_eq!(status, 200);
+    let after_click = clicked_at.elapsed();
+    assert!(
+        after_click >= Duration::from_millis(300) && after_click < Duration::from_millis(1300),
+        "released {after_click:?} after the click, expected its 300 ms delay"
+    );
+    assert_eq!(unclicked.await.unwrap().0, 200);
+    assert!(
+        started.elapsed() >= Duration::from_millis(2800),
+        "without a click: held for max_wait_ms, then the delay"
+    );
+    let delayed = |w: Vec<faultline_sites::SiteWitness>| {
+        w.into_iter()
+            .find(|e| e.kind == "delayed")
+            .expect("the delay is witnessed")
+            .data
+    };
+    assert_eq!(
+        delayed(server.disarm(&clicked))["after"],
+        "click_before_stylesheet"
+    );
+    assert_eq!(delayed(server.disarm(&never))["after"], "max_wait");
+    server.shutdown().await;
+}
