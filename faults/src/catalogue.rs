@@ -887,6 +887,17 @@ impl Fault {
         })
     }
 
+    /// Whether a trial or an episode with this fault armed waits out a deadline: a page
+    /// or a request that does not answer for seconds (the hang, a request that never
+    /// completes, a navigation left to time out). Such items take 10-60 s where most
+    /// take one or two, so a phase starts them early rather than last.
+    pub fn waits_out_a_deadline(self) -> bool {
+        matches!(
+            self,
+            Fault::MainThreadHang | Fault::RequestHangs | Fault::TimeoutAsSuccess
+        )
+    }
+
     /// The reference stage fault a task's faulty trials use in the default experiment.
     pub fn reference_for(task: TaskKind) -> Option<Fault> {
         Fault::STAGE.into_iter().find(|f| f.applies_to(task))

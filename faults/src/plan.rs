@@ -897,4 +897,37 @@ mod tests {
         assert_ne!(a, FaultPlan::new(Fault::SlowResponse, 8).site(&layout));
         assert!(plan(Fault::TokenLeak).site(&layout).is_none());
     }
+
+    /// A fault whose site side holds a request or the page's main thread is one the
+    /// phases start early (`Fault::waits_out_a_deadline`): a new holding fault that is not
+    /// marked would silently become a run's tail again.
+    #[test]
+    fn every_fault_that_holds_the_page_or_a_request_is_marked_as_waiting_out_a_deadline() {
+        let mut holding = std::collections::BTreeSet::new();
+        for &fault in Fault::ALL {
+            for &task in fault.tasks() {
+                let layout = Layout::for_root(1, task, 0);
+                let Some(site) = FaultPlan::new(fault, 7).site(&layout) else {
+                    continue;
+                };
+                let holds = site
+                    .network
+                    .iter()
+                    .any(|r| matches!(r.effect, NetworkEffect::Hang { .. }))
+                    || site
+                        .page
+                        .iter()
+                        .any(|m| matches!(m, PageMod::HangAfterClick { .. }));
+                if holds {
+                    assert!(
+                        fault.waits_out_a_deadline(),
+                        "{fault} holds but is not marked"
+                    );
+                    holding.insert(fault);
+                }
+            }
+        }
+        assert!(holding.contains(&Fault::MainThreadHang) && holding.contains(&Fault::RequestHangs));
+        assert!(!Fault::SlowResponse.waits_out_a_deadline());
+    }
 }

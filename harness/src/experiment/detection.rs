@@ -2,7 +2,7 @@
 //! (faulty trials) and once clean (a working trial), every policy judging the same
 //! stored trial; and the rows a trial is stored as.
 
-use super::phase::{pending, run_phase, PhaseSummary};
+use super::phase::{long_items_early, pending, run_phase, PhaseSummary};
 use super::retry::{with_retries, Attempted};
 use super::RunRequest;
 use crate::engine::cost::{Span, Stage, StageCosts};
@@ -89,6 +89,7 @@ pub async fn run(
     let config = &req.config;
     let finished = db.finished_keys()?;
     let (total, skipped, todo) = pending(specs, |s| &s.key, &finished, req.max_trials);
+    let todo = long_items_early(todo, |s| s.fault.is_some_and(Fault::waits_out_a_deadline));
     let retries = env.liveness.retries;
     let (mut infra_failures, mut failed) = (0, 0);
     let mut summary = run_phase(

@@ -1,7 +1,7 @@
 //! The recovery phase: episodes of decision x fault x policy x run, the agent acting on
 //! the policy's feedback; and the rows an episode is stored as.
 
-use super::phase::{pending, run_phase, PhaseSummary};
+use super::phase::{long_items_early, pending, run_phase, PhaseSummary};
 use super::retry::{with_retries, Attempted};
 use super::RunRequest;
 use crate::agent::Agent;
@@ -101,6 +101,7 @@ pub async fn run(
     }
     let finished = db.finished_episode_keys()?;
     let (total, skipped, todo) = pending(tasks, |t| &t.key, &finished, req.max_episodes);
+    let todo = long_items_early(todo, |t| t.fault.waits_out_a_deadline());
     let limits = rc.limits;
     let retries = env.liveness.retries;
     let (mut infra_failures, mut failed) = (0, 0);
