@@ -334,10 +334,15 @@ impl BrowserHandle {
         let (limit, capacity) = match isolation {
             Isolation::FreshContext => (None, ahead),
             Isolation::ReusedContext => {
-                let most = size.most.max(ahead) + 2;
+                let most = size.most.max(ahead) + SPARE_PAGES;
                 (Some(Arc::new(tokio::sync::Semaphore::new(most))), most)
             }
         };
+        // Pages for the items at work and the spares; one more per item parked on an
+        // unanswered call (it holds its page). Bounded by `working` alone, a pool that
+        // may hold `most` grew to it: on a loaded machine a reset takes long enough that
+        // the spares often run low for a moment, and each extra page costs a renderer.
+        let eager = size.working.max(ahead) + SPARE_PAGES;
         let (tx, rx) = tokio::sync::mpsc::channel(capacity);
         let taken = Arc::new(tokio::sync::Notify::new());
         let browser = self.browser.clone();
@@ -357,9 +362,16 @@ impl BrowserHandle {
                     None => None,
                 };
                 // Reused pages come back: past the first `ahead`, a new one is opened
-                // only when the spares run low.
-                if permit.is_some() {
-                    while opened >= ahead && tx.max_capacity() - tx.capacity() >= SPARE_PAGES {
+                // only when the spares run low and fewer than `eager` (plus the parked
+                // items' pages) are open.
+                if let (Some(limit), Some(_)) = (&limit, &permit) {
+                    loop {
+                        let spares = tx.max_capacity() - tx.capacity();
+                        let open = capacity - limit.available_permits() - 1;
+                        let room = eager + crate::engine::waiting::parked_in_process();
+                        if opened < ahead || (spares < SPARE_PAGES && open < room) {
+                            break;
+                        }
                         demand.notified().await;
                     }
                 }
@@ -499,7 +511,7 @@ impl std::str::FromStr for Isolation {
 /// Trial pages, opened ahead of time (and, reused, reset). See [`BrowserHandle::page_pool`].
 pub struct PagePool {
     rx: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Result<TrialPage>>>,
-    /// Tells the opener a page was taken (it may be time to open another).
+    /// Tells the opener a page was taken or is waited for (it may be time to open another).
     taken: Arc<tokio::sync::Notify>,
     opener: tokio::task::JoinHandle<()>,
     alive: Vital,
@@ -512,14 +524,22 @@ pub struct PagePool {
 pub struct PoolSize {
     /// Pages opened before anyone asks.
     pub ahead: usize,
-    /// The most pages in use at once.
+    /// The most items working at once: up to this many pages (and the spares) are kept
+    /// ready ahead of demand.
+    pub working: usize,
+    /// The most pages in use at once, parked items' included (see `waiting`): past
+    /// `working` and the spares, one more page per item parked now.
     pub most: usize,
 }
 
 impl PoolSize {
     /// For `n` items at once, all of them opened ahead.
     pub fn fixed(n: usize) -> PoolSize {
-        PoolSize { ahead: n, most: n }
+        PoolSize {
+            ahead: n,
+            working: n,
+            most: n,
+        }
     }
 }
 
@@ -539,6 +559,7 @@ impl PagePool {
     /// wait has a deadline
     /// (`unresponsive` past it) and ends at once when the browser dies.
     pub async fn take(&self) -> Result<TrialPage> {
+        self.taken.notify_one();
         let mut rx = self.rx.lock().await;
         guard(
             "waiting for a fresh page",
@@ -801,7 +822,11 @@ impl TrialPage {
         limit: Duration,
         call: impl std::future::Future<Output = std::result::Result<T, E>>,
     ) -> Result<T> {
-        guard(what, limit, &self.browser_alive, Some(&self.alive), call).await
+        // A call the page leaves unanswered for long parks the item (see `waiting`): the
+        // page is not working for it, so another item may. Waits for a page from the
+        // pool do not come here: they wait for the pool, not on a page.
+        let call = guard(what, limit, &self.browser_alive, Some(&self.alive), call);
+        crate::engine::waiting::unanswered(call).await
     }
 
     /// Why the page's renderer died, if it did.

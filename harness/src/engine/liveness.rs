@@ -213,9 +213,7 @@ where
         biased;
         why = browser.died() => Err(died(InfraKind::BrowserDied, why)),
         why = page_died => Err(died(InfraKind::RendererCrashed, why)),
-        // A call unanswered for long parks its item (see `waiting`): the page is not
-        // working for it, so another item may.
-        r = crate::engine::waiting::unanswered(tokio::time::timeout(limit, call)) => match r {
+        r = tokio::time::timeout(limit, call) => match r {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => {
                 if let Some(why) = browser.dead() {

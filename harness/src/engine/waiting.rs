@@ -34,6 +34,15 @@ tokio::task_local! {
     static ITEM: Arc<Item>;
 }
 
+/// Items of this process parked now, whatever their phase: the page pool keeps a page
+/// ready per parked item (each holds its own), beyond those of the items at work.
+static PARKED_IN_PROCESS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many items of this process are parked now.
+pub fn parked_in_process() -> usize {
+    PARKED_IN_PROCESS.load(Ordering::SeqCst)
+}
+
 /// What an item's task carries: its phase's count, and how many of its own calls are
 /// unanswered past [`PARKED_AFTER`] (calls nest, e.g. a guarded wait on a guarded
 /// evaluation, and may run side by side; the item is parked once however many).
@@ -79,6 +88,7 @@ struct Parked(Arc<Item>);
 impl Parked {
     fn new(item: Arc<Item>) -> Parked {
         if item.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+            PARKED_IN_PROCESS.fetch_add(1, Ordering::SeqCst);
             item.phase.parked.fetch_add(1, Ordering::SeqCst);
             item.phase.changed.notify_one();
         }
@@ -89,6 +99,7 @@ impl Parked {
 impl Drop for Parked {
     fn drop(&mut self) {
         if self.0.calls.fetch_sub(1, Ordering::SeqCst) == 1 {
+            PARKED_IN_PROCESS.fetch_sub(1, Ordering::SeqCst);
             self.0.phase.parked.fetch_sub(1, Ordering::SeqCst);
             self.0.phase.changed.notify_one();
         }

@@ -110,10 +110,9 @@ impl Jobs {
         }
     }
 
-    /// The most items in flight at once in any phase, parked ones included (what the
-    /// page pool may have to serve).
+    /// The most items working at once in any phase.
     pub fn most(self) -> usize {
-        in_flight(self.of(Phase::Detection).max(self.of(Phase::Recovery)))
+        self.of(Phase::Detection).max(self.of(Phase::Recovery))
     }
 }
 
@@ -133,7 +132,7 @@ mod tests {
         let j = Jobs::PerPhase { cores: 2 };
         assert_eq!(
             (j.of(Phase::Detection), j.of(Phase::Recovery), j.most()),
-            (10, 20, 40)
+            (10, 20, 20)
         );
         let big = Jobs::PerPhase { cores: 16 };
         assert_eq!(
@@ -147,7 +146,7 @@ mod tests {
         let j = Jobs::Fixed(3);
         assert_eq!(
             (j.of(Phase::Detection), j.of(Phase::Recovery), j.most()),
-            (3, 3, 6)
+            (3, 3, 3)
         );
         assert_eq!((in_flight(1), in_flight(40), in_flight(64)), (2, 64, 64));
     }

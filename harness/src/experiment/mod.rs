@@ -126,7 +126,8 @@ impl Harness {
             config.viewport,
             PoolSize {
                 ahead: config.jobs.of(Phase::Detection),
-                most: config.jobs.most(),
+                working: config.jobs.most(),
+                most: jobs::in_flight(config.jobs.most()),
             },
             format!("{}/warm", server.base_url()),
             config.isolation,
