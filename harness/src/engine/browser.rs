@@ -343,6 +343,7 @@ impl BrowserHandle {
         // may hold `most` grew to it: on a loaded machine a reset takes long enough that
         // the spares often run low for a moment, and each extra page costs a renderer.
         let eager = size.working.max(ahead) + SPARE_PAGES;
+        let slots = limit.clone();
         let (tx, rx) = tokio::sync::mpsc::channel(capacity);
         let taken = Arc::new(tokio::sync::Notify::new());
         let browser = self.browser.clone();
@@ -354,20 +355,13 @@ impl BrowserHandle {
             let mut opened = 0usize;
             // A dead browser opens no more pages: the pool says why once and stops.
             while alive.dead().is_none() {
-                let permit = match &limit {
-                    Some(limit) => match limit.clone().acquire_owned().await {
-                        Ok(p) => Some(p),
-                        Err(_) => return,
-                    },
-                    None => None,
-                };
                 // Reused pages come back: past the first `ahead`, a new one is opened
                 // only when the spares run low and fewer than `eager` (plus the parked
                 // items' pages) are open.
-                if let (Some(limit), Some(_)) = (&limit, &permit) {
+                if let Some(limit) = &limit {
                     loop {
                         let spares = tx.max_capacity() - tx.capacity();
-                        let open = capacity - limit.available_permits() - 1;
+                        let open = capacity - limit.available_permits();
                         let room = eager + crate::engine::waiting::parked_in_process();
                         if opened < ahead || (spares < SPARE_PAGES && open < room) {
                             break;
@@ -375,6 +369,13 @@ impl BrowserHandle {
                         demand.notified().await;
                     }
                 }
+                let permit = match &limit {
+                    Some(limit) => match limit.clone().acquire_owned().await {
+                        Ok(p) => Some(p),
+                        Err(_) => return,
+                    },
+                    None => None,
+                };
                 let page = open_trial_page(
                     browser.clone(),
                     &alive,
@@ -399,6 +400,7 @@ impl BrowserHandle {
         });
         PagePool {
             rx: tokio::sync::Mutex::new(rx),
+            pages: slots.map(|l| (l, capacity)),
             taken,
             opener,
             alive: self.alive.clone(),
@@ -511,6 +513,8 @@ impl std::str::FromStr for Isolation {
 /// Trial pages, opened ahead of time (and, reused, reset). See [`BrowserHandle::page_pool`].
 pub struct PagePool {
     rx: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Result<TrialPage>>>,
+    /// A reusing pool's page slots and how many there are.
+    pages: Option<(Arc<tokio::sync::Semaphore>, usize)>,
     /// Tells the opener a page was taken or is waited for (it may be time to open another).
     taken: Arc<tokio::sync::Notify>,
     opener: tokio::task::JoinHandle<()>,
@@ -555,6 +559,14 @@ struct Reuse {
 }
 
 impl PagePool {
+    /// Pages a reusing pool has open now (in use, waiting, being reset or being opened);
+    /// `None` for a pool of fresh pages, which closes each page after its trial.
+    pub fn pages_open(&self) -> Option<usize> {
+        self.pages
+            .as_ref()
+            .map(|(slots, all)| all - slots.available_permits())
+    }
+
     /// The next page: a new one, or a reset one under [`Isolation::ReusedContext`]. The
     /// wait has a deadline
     /// (`unresponsive` past it) and ends at once when the browser dies.
