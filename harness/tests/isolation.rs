@@ -160,13 +160,19 @@ const ALL: &[&str] = &[
     "viewport override",
 ];
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reused_page_keeps_no_state_of_the_trial_before() {
+/// The fixture server on loopback and a Chromium of its own.
+async fn server_and_browser() -> (FixtureServer, BrowserHandle) {
     let (server, _key) = FixtureServer::start_loopback().await.unwrap();
-    let base = server.base_url();
     let browser = BrowserHandle::launch(&find_chromium(None).unwrap())
         .await
         .unwrap();
+    (server, browser)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reused_page_keeps_no_state_of_the_trial_before() {
+    let (server, browser) = server_and_browser().await;
+    let base = server.base_url();
     let warm = format!("{base}/warm");
     let fresh_pool = browser.page_pool(
         VIEWPORT,
@@ -228,10 +234,7 @@ async fn a_reused_page_keeps_no_state_of_the_trial_before() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_whose_renderer_crashed_is_replaced_not_reused() {
-    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
-    let browser = BrowserHandle::launch(&find_chromium(None).unwrap())
-        .await
-        .unwrap();
+    let (server, browser) = server_and_browser().await;
     let pool = browser.page_pool(
         VIEWPORT,
         PoolSize::fixed(1),
@@ -261,11 +264,8 @@ async fn a_page_whose_renderer_crashed_is_replaced_not_reused() {
 /// its in-flight bound: 40 renderers for 20 working items, 12% more CPU per item.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn regression_a_reusing_pool_keeps_only_its_working_pages_and_spares_open() {
-    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
+    let (server, browser) = server_and_browser().await;
     let base = server.base_url();
-    let browser = BrowserHandle::launch(&find_chromium(None).unwrap())
-        .await
-        .unwrap();
     let pool = std::sync::Arc::new(browser.page_pool(
         VIEWPORT,
         PoolSize {

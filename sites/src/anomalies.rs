@@ -148,6 +148,21 @@ impl FaultBoard {
         true
     }
 
+    /// Holds a request for `d`, or until the server stops (held requests let go at
+    /// shutdown, so none outlives the run).
+    pub(crate) async fn hold(&self, d: Duration) {
+        let mut stopping = self.stopping.subscribe();
+        tokio::select! {
+            _ = tokio::time::sleep(d) => {}
+            _ = stopping.wait_for(|s| *s) => {}
+        }
+    }
+
+    /// Whether the server is stopping.
+    fn is_stopping(&self) -> bool {
+        *self.stopping.borrow()
+    }
+
     /// Whether the page reported a witness event of `kind` on `scope`.
     fn witnessed(&self, scope: &str, kind: &str) -> bool {
         self.witnesses
@@ -281,14 +296,10 @@ async fn apply_network_faults(state: &NetworkState, req: Request, next: Next) ->
             let resp = next.run(req).await;
             let waited = Instant::now();
             let deadline = waited + Duration::from_millis(*max_wait_ms);
-            let mut stopping = board.stopping.subscribe();
             let mut came = board.witnessed(&scope, after);
-            while !came && Instant::now() < deadline && !*stopping.borrow_and_update() {
+            while !came && Instant::now() < deadline && !board.is_stopping() {
                 // A few ms of polling: cheap, and precise enough for a delay of a second.
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(5)) => {}
-                    _ = stopping.changed() => {}
-                }
+                board.hold(Duration::from_millis(5)).await;
                 came = board.witnessed(&scope, after);
             }
             note(
@@ -300,10 +311,7 @@ async fn apply_network_faults(state: &NetworkState, req: Request, next: Next) ->
                     "waited_ms": waited.elapsed().as_millis() as u64,
                 }),
             );
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(*ms)) => {}
-                _ = stopping.wait_for(|s| *s) => {}
-            }
+            board.hold(Duration::from_millis(*ms)).await;
             resp
         }
         NetworkEffect::DropMidBody { cut_before } => {
@@ -339,11 +347,7 @@ async fn apply_network_faults(state: &NetworkState, req: Request, next: Next) ->
         }
         NetworkEffect::Hang { max_ms } => {
             note("hung", json!({ "route": name, "max_ms": max_ms }));
-            let mut stopping = state.board.stopping.subscribe();
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(*max_ms)) => {}
-                _ = stopping.wait_for(|s| *s) => {}
-            }
+            board.hold(Duration::from_millis(*max_ms)).await;
             drop(req);
             (StatusCode::GATEWAY_TIMEOUT, "the request hung").into_response()
         }

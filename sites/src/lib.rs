@@ -300,11 +300,10 @@ async fn hang(
     if let Some(refused) = record_witness(&state, &scope, "hung", ev.page_ms, ev.data) {
         return refused;
     }
-    let mut stopping = state.board.stopping.subscribe();
-    tokio::select! {
-        _ = tokio::time::sleep(std::time::Duration::from_millis(ms.min(MAX_HANG_MS))) => {}
-        _ = stopping.wait_for(|s| *s) => {}
-    }
+    state
+        .board
+        .hold(std::time::Duration::from_millis(ms.min(MAX_HANG_MS)))
+        .await;
     StatusCode::NO_CONTENT.into_response()
 }
 
