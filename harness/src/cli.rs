@@ -165,7 +165,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub layouts: Option<u32>,
     /// Concurrent trials and episodes [default: 5 x cores for detection, 10 x cores for
-    /// recovery, whose episodes wait longer]. Results do not depend on it.
+    /// recovery, whose episodes wait longer]. An item whose page stops answering for 1.5 s
+    /// makes room for another, up to twice N in flight. Results do not depend on it.
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// How trials are kept apart: `fresh_context` (a new browser context per trial) or
