@@ -67,10 +67,6 @@ pub fn run_policies(db: &ResultsDb) -> Result<Vec<String>> {
 
 /// The analysis defaults for a stored run (seed derived from its root seed).
 pub fn default_config(db: &ResultsDb) -> Result<AnalysisConfig> {
-    let root = db
-        .meta("manifest")?
-        .and_then(|m| serde_json::from_str::<serde_json::Value>(&m).ok())
-        .and_then(|m| m["root_seed"].as_u64())
-        .unwrap_or(0);
+    let root = db.manifest()?.map_or(0, |m| m.root_seed);
     Ok(AnalysisConfig::for_run(root))
 }

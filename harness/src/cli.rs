@@ -523,7 +523,7 @@ async fn run(args: RunArgs) -> Result<()> {
     let shard = match args.shard.as_deref() {
         None => None,
         Some("auto") => Some(
-            experiment::shard::Shard::from_env(|k| std::env::var(k).ok())
+            experiment::shard::shard_from_env(|k| std::env::var(k).ok())
                 .map_err(|e| usage(anyhow!(e)))?,
         ),
         Some(s) => Some(

@@ -316,21 +316,11 @@ impl ExperimentConfig {
         pairs(&self.tasks, &self.recovery.faults)
     }
 
-    /// The parts that define the results (everything but `jobs` and `source`), for
-    /// checking that a resumed run is the same experiment.
+    /// What `--resume` must find unchanged: the rule is
+    /// [`faultline_analysis::db::manifest::resume_identity`], with what it leaves out and why.
     pub fn identity(&self) -> serde_json::Value {
-        let mut v = serde_json::to_value(self).expect("config serializes");
-        if let Some(o) = v.as_object_mut() {
-            o.remove("jobs");
-            o.remove("liveness");
-            o.remove("isolation");
-            o.remove("source");
-            o.remove("chromium");
-            // Where the model calls come from does not change what the run is: a
-            // recorded run resumes from its cassette in replay mode.
-            o.remove("cassette");
-        }
-        v
+        let resolved = serde_json::to_value(self).expect("config serializes");
+        faultline_analysis::db::manifest::resume_identity(&resolved)
     }
 }
 

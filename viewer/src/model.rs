@@ -62,10 +62,10 @@ fn size(v: &Value) -> Option<Size> {
 
 impl Run {
     pub fn load(db: &ResultsDb) -> Result<Run> {
-        let manifest: Value = db
-            .meta("manifest")?
-            .and_then(|m| serde_json::from_str(&m).ok())
-            .unwrap_or(Value::Null);
+        let manifest: Value = match db.manifest()? {
+            Some(m) => serde_json::to_value(m)?,
+            None => Value::Null,
+        };
         let mut policies: Vec<String> = db
             .meta("policies")?
             .and_then(|p| serde_json::from_str(&p).ok())

@@ -14,12 +14,14 @@ use anyhow::{bail, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 
+pub mod manifest;
 mod merge;
 mod read;
 pub mod rows;
 pub mod schema;
 mod write;
 
+pub use manifest::{GateIdentity, Manifest, Shard};
 pub use rows::*;
 pub use schema::SCHEMA_VERSION;
 
@@ -136,6 +138,25 @@ impl ResultsDb {
             params![key, value],
         )?;
         Ok(())
+    }
+
+    /// The run's manifest, typed (`None` before a run has started in this file).
+    pub fn manifest(&self) -> Result<Option<Manifest>> {
+        self.meta("manifest")?
+            .map(|text| {
+                serde_json::from_str(&text).with_context(|| {
+                    format!(
+                        "{}: meta.manifest is not a run manifest",
+                        self.path.display()
+                    )
+                })
+            })
+            .transpose()
+    }
+
+    /// Stores the run's manifest (pretty JSON, as every release has).
+    pub fn set_manifest(&self, m: &Manifest) -> Result<()> {
+        self.set_meta("manifest", &serde_json::to_string_pretty(m)?)
     }
 
     /// Every `meta` entry, by key.

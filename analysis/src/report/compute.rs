@@ -4,7 +4,7 @@
 
 use crate::compare::{self, Comparison, PooledRate};
 use crate::config::{run_policies, AnalysisConfig};
-use crate::db::{EpisodeRow, ResultsDb, TrialRow, VerdictRow};
+use crate::db::{EpisodeRow, Manifest, ResultsDb, TrialRow, VerdictRow};
 use crate::plots::{BarPoint, ForestRow, HeatmapCell, PixelPoint};
 use crate::recovery::{Recovery, RecoveryCell};
 use crate::tables::{self, CatalogueRow, DetectionRow, FalseAlarmRow, FiringRow, LayerRow};
@@ -16,8 +16,8 @@ use std::path::Path;
 /// Everything the analysis reads from a results database.
 #[derive(Debug, Clone)]
 pub struct Stored {
-    /// The run's manifest (JSON), when recorded.
-    pub manifest: Option<String>,
+    /// The run's manifest, when recorded.
+    pub manifest: Option<Manifest>,
     /// The policy order recorded with the run ([`run_policies`]).
     pub policies: Vec<String>,
     /// Every stored trial, detection and others, in stored order.
@@ -36,7 +36,7 @@ impl Stored {
     /// Reads everything the analysis needs from `db`.
     pub fn load(db: &ResultsDb) -> Result<Stored> {
         Ok(Stored {
-            manifest: db.meta("manifest")?,
+            manifest: db.manifest()?,
             policies: run_policies(db)?,
             trials: db.trials()?,
             verdicts: db.verdicts()?,
@@ -75,8 +75,8 @@ pub struct Overlay {
 pub struct Analysis<'a> {
     /// How intervals are computed (level, method, resamples, seed).
     pub cfg: AnalysisConfig,
-    /// The run's manifest (JSON), when recorded.
-    pub manifest: Option<&'a str>,
+    /// The run's manifest, when recorded.
+    pub manifest: Option<&'a Manifest>,
     /// The policy order of the run ([`Stored::policies`]).
     pub policies: &'a [String],
     /// Each fault once, in report order (layer, then fault id).
@@ -194,7 +194,7 @@ impl<'a> Analysis<'a> {
             .unwrap_or_default();
         Analysis {
             cfg: *cfg,
-            manifest: stored.manifest.as_deref(),
+            manifest: stored.manifest.as_ref(),
             policies,
             overlay: overlay_source(trials, screenshots),
             faults,

@@ -9,7 +9,7 @@ use crate::format::{fmt4, format_p, md_cell, n_eff_cell, rate_cell};
 use crate::recovery::{Recovery, RecoveryComparison};
 use crate::stats::Estimate;
 use crate::tables::{CatalogueRow, FiringRow, LayerRow};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use faultline_tasks::StopReason;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -92,25 +92,19 @@ pub(crate) fn markdown(s: &Analysis<'_>) -> Result<String> {
     let mut md = String::new();
     md.push_str("# faultline report\n\n");
     if let Some(m) = s.manifest {
-        let v: serde_json::Value = serde_json::from_str(m).context("meta.manifest is not JSON")?;
         md.push_str("## Run\n\n| field | value |\n|---|---|\n");
-        for key in [
-            "faultline_version",
-            "git_commit",
-            "chromium_version",
-            "root_seed",
-            "layouts",
-            "tasks",
-            "policies",
-            "decisions",
-        ] {
-            if let Some(x) = v.get(key) {
-                let text = match x {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                let _ = writeln!(md, "| {key} | `{}` |", text.replace('|', "\\|"));
-            }
+        let rows: [(&str, String); 8] = [
+            ("faultline_version", m.faultline_version.clone()),
+            ("git_commit", m.git_commit.clone()),
+            ("chromium_version", m.chromium_version.clone()),
+            ("root_seed", m.root_seed.to_string()),
+            ("layouts", m.layouts.to_string()),
+            ("tasks", serde_json::to_string(&m.tasks)?),
+            ("policies", serde_json::to_string(&m.policies)?),
+            ("decisions", m.decisions.clone()),
+        ];
+        for (key, text) in rows {
+            let _ = writeln!(md, "| {key} | `{}` |", text.replace('|', "\\|"));
         }
         md.push('\n');
     }

@@ -34,11 +34,11 @@ use crate::engine::browser::{find_chromium, PoolSize};
 use crate::engine::{Browsers, Engine, Scorer};
 use crate::error::UsageError;
 use anyhow::{anyhow, bail, Context, Result};
+use faultline_analysis::db::manifest::{ConfigAsPassed, Manifest, RecoveryDesign};
 use faultline_analysis::db::ResultsDb;
 use faultline_sites::FixtureServer;
 use faultline_tasks::DecisionSet;
 use jobs::Phase;
-use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -279,39 +279,37 @@ async fn run_with(
     };
 
     if db.meta("manifest")?.is_none() {
-        let manifest = json!({
-            "faultline_version": VERSION,
-            "git_commit": GIT_COMMIT,
-            "chromium_version": chromium_version,
-            "root_seed": config.seed,
-            "layouts": config.layouts,
-            "tasks": config.tasks,
-            "policies": config.policies,
-            "faults": config.faults,
-            "decisions": decisions.1,
-            "decisions_sha256": decisions_sha256(config, &decisions.0),
-            "settle": config.timing.settle_mode(),
-            "recovery": config.recovery.enabled.then(|| json!({
-                "layouts": config.recovery.layouts,
-                "policies": config.recovery.policies,
-                "runs": config.recovery.runs,
-                "agents": config.recovery.agents,
-                "budget": config.recovery.limits.budget,
-                "max_steps": config.recovery.limits.max_steps,
-                "faults": config.recovery.faults,
-            })),
-            "config_as_passed": { "name": req.config_text.name, "text": req.config_text.text, "overrides": req.overrides },
-            "config_resolved": config,
-            "shard": req.shard,
-        });
-        if let Some(m) = manifest.as_object().cloned() {
-            // An unsharded manifest has no `shard` at all.
-            let mut m = m;
-            if req.shard.is_none() {
-                m.remove("shard");
-            }
-            db.set_meta("manifest", &serde_json::to_string_pretty(&m)?)?;
-        }
+        let recovery = &config.recovery;
+        db.set_manifest(&Manifest {
+            chromium_version,
+            config_as_passed: Some(ConfigAsPassed {
+                name: req.config_text.name.clone(),
+                overrides: serde_json::to_value(&req.overrides)?,
+                text: req.config_text.text.clone(),
+            }),
+            config_resolved: serde_json::to_value(config)?,
+            decisions: decisions.1.clone(),
+            decisions_sha256: Some(decisions_sha256(config, &decisions.0)),
+            faultline_version: VERSION.into(),
+            faults: config.faults.clone(),
+            git_commit: GIT_COMMIT.into(),
+            layouts: config.layouts,
+            merged_shards: None,
+            policies: config.policies.clone(),
+            recovery: recovery.enabled.then(|| RecoveryDesign {
+                agents: recovery.agents.clone(),
+                budget: recovery.limits.budget,
+                faults: recovery.faults.clone(),
+                layouts: recovery.layouts,
+                max_steps: recovery.limits.max_steps,
+                policies: recovery.policies.clone(),
+                runs: recovery.runs,
+            }),
+            root_seed: config.seed,
+            settle: Some(config.timing.settle_mode().into()),
+            shard: req.shard,
+            tasks: config.tasks.clone(),
+        })?;
         if let (Some(s), Some((keys, total))) = (req.shard, &shard_items) {
             db.set_meta("shard", &s.to_string())?;
             db.set_meta("shard_items", keys)?;

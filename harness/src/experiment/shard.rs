@@ -30,96 +30,57 @@
 
 use crate::error::UsageError;
 use anyhow::{anyhow, bail, Context, Result};
-use faultline_analysis::db::ResultsDb;
+use faultline_analysis::db::{Manifest, ResultsDb};
 use faultline_tasks::TaskKind;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
-/// Shard `index` of `count`, 1-based.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Shard {
-    /// This shard's number, from 1.
-    pub index: u32,
-    /// How many shards the run is split into.
-    pub count: u32,
-}
+pub use faultline_analysis::db::Shard;
 
-impl FromStr for Shard {
-    type Err = String;
-
-    /// `I/N` with 1 <= I <= N.
-    fn from_str(s: &str) -> Result<Shard, String> {
-        let bad = || format!("expected I/N with 1 <= I <= N (e.g. 2/8), found `{s}`");
-        let (i, n) = s.split_once('/').ok_or_else(bad)?;
-        let (index, count) = (
-            i.trim().parse::<u32>().map_err(|_| bad())?,
-            n.trim().parse::<u32>().map_err(|_| bad())?,
-        );
-        if index == 0 || index > count {
-            return Err(bad());
-        }
-        Ok(Shard { index, count })
+/// The shard a scheduler gave this process (`--shard auto`), from the first of:
+/// `FAULTLINE_SHARD` (`I/N`); a Kubernetes Indexed Job's `JOB_COMPLETION_INDEX`
+/// (0-based) with `FAULTLINE_SHARD_COUNT`; a Slurm array's `SLURM_ARRAY_TASK_ID`
+/// (minus `SLURM_ARRAY_TASK_MIN`) with `SLURM_ARRAY_TASK_COUNT`; a CI matrix's
+/// `CI_NODE_INDEX` (1-based) with `CI_NODE_TOTAL`. `FAULTLINE_SHARD_COUNT`, when set,
+/// gives the count for every source.
+pub fn shard_from_env(var: impl Fn(&str) -> Option<String>) -> Result<Shard, String> {
+    let num = |name: &str| -> Result<Option<u32>, String> {
+        var(name)
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| {
+                v.trim()
+                    .parse::<u32>()
+                    .map_err(|_| format!("{name}: expected a number, found `{v}`"))
+            })
+            .transpose()
+    };
+    if let Some(s) = var("FAULTLINE_SHARD").filter(|v| !v.trim().is_empty()) {
+        return s.parse().map_err(|e| format!("FAULTLINE_SHARD: {e}"));
     }
-}
-
-impl std::fmt::Display for Shard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.index, self.count)
-    }
-}
-
-impl Shard {
-    /// The shard's directory under the run's `--out`.
-    pub fn dir_name(&self) -> String {
-        format!("shard-{}-of-{}", self.index, self.count)
-    }
-
-    /// The shard a scheduler gave this process (`--shard auto`), from the first of:
-    /// `FAULTLINE_SHARD` (`I/N`); a Kubernetes Indexed Job's `JOB_COMPLETION_INDEX`
-    /// (0-based) with `FAULTLINE_SHARD_COUNT`; a Slurm array's `SLURM_ARRAY_TASK_ID`
-    /// (minus `SLURM_ARRAY_TASK_MIN`) with `SLURM_ARRAY_TASK_COUNT`; a CI matrix's
-    /// `CI_NODE_INDEX` (1-based) with `CI_NODE_TOTAL`. `FAULTLINE_SHARD_COUNT`, when set,
-    /// gives the count for every source.
-    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<Shard, String> {
-        let num = |name: &str| -> Result<Option<u32>, String> {
-            var(name)
-                .filter(|v| !v.trim().is_empty())
-                .map(|v| {
-                    v.trim()
-                        .parse::<u32>()
-                        .map_err(|_| format!("{name}: expected a number, found `{v}`"))
-                })
-                .transpose()
-        };
-        if let Some(s) = var("FAULTLINE_SHARD").filter(|v| !v.trim().is_empty()) {
-            return s.parse().map_err(|e| format!("FAULTLINE_SHARD: {e}"));
-        }
-        let count_override = num("FAULTLINE_SHARD_COUNT")?;
-        let (index, count, source) = if let Some(i) = num("JOB_COMPLETION_INDEX")? {
-            (i + 1, count_override, "JOB_COMPLETION_INDEX")
-        } else if let Some(i) = num("SLURM_ARRAY_TASK_ID")? {
-            let min = num("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
-            let i = i
-                .checked_sub(min)
-                .ok_or("SLURM_ARRAY_TASK_ID is below SLURM_ARRAY_TASK_MIN")?;
-            (
-                i + 1,
-                count_override.or(num("SLURM_ARRAY_TASK_COUNT")?),
-                "SLURM_ARRAY_TASK_ID",
-            )
-        } else if let Some(i) = num("CI_NODE_INDEX")? {
-            (i, count_override.or(num("CI_NODE_TOTAL")?), "CI_NODE_INDEX")
-        } else {
-            return Err("--shard auto: no shard in the environment (set FAULTLINE_SHARD=I/N, or run as a Kubernetes Indexed Job, a Slurm array or a CI matrix)".into());
-        };
-        let count = count.ok_or_else(|| {
-            format!("--shard auto: {source} is set but the number of shards is not (set FAULTLINE_SHARD_COUNT)")
-        })?;
-        format!("{index}/{count}")
-            .parse()
-            .map_err(|e| format!("--shard auto ({source}): {e}"))
-    }
+    let count_override = num("FAULTLINE_SHARD_COUNT")?;
+    let (index, count, source) = if let Some(i) = num("JOB_COMPLETION_INDEX")? {
+        (i + 1, count_override, "JOB_COMPLETION_INDEX")
+    } else if let Some(i) = num("SLURM_ARRAY_TASK_ID")? {
+        let min = num("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+        let i = i
+            .checked_sub(min)
+            .ok_or("SLURM_ARRAY_TASK_ID is below SLURM_ARRAY_TASK_MIN")?;
+        (
+            i + 1,
+            count_override.or(num("SLURM_ARRAY_TASK_COUNT")?),
+            "SLURM_ARRAY_TASK_ID",
+        )
+    } else if let Some(i) = num("CI_NODE_INDEX")? {
+        (i, count_override.or(num("CI_NODE_TOTAL")?), "CI_NODE_INDEX")
+    } else {
+        return Err("--shard auto: no shard in the environment (set FAULTLINE_SHARD=I/N, or run as a Kubernetes Indexed Job, a Slurm array or a CI matrix)".into());
+    };
+    let count = count.ok_or_else(|| {
+        format!("--shard auto: {source} is set but the number of shards is not (set FAULTLINE_SHARD_COUNT)")
+    })?;
+    format!("{index}/{count}")
+        .parse()
+        .map_err(|e| format!("--shard auto ({source}): {e}"))
 }
 
 /// The expected cost of a work item, in arbitrary units: a trial 2, an episode
@@ -180,7 +141,7 @@ pub struct MergeSummary {
 struct ShardDir {
     dir: PathBuf,
     shard: Shard,
-    manifest: serde_json::Value,
+    manifest: Manifest,
     identity: String,
     assigned: BTreeSet<String>,
     total_items: usize,
@@ -194,11 +155,11 @@ impl ShardDir {
         let usage = |m: String| anyhow!(UsageError(format!("{}: {m}", dir.display())));
         let db = ResultsDb::open_read_only(&dir.join("results.sqlite"))
             .map_err(|e| anyhow!(UsageError(format!("{e:#}"))))?;
-        let manifest: serde_json::Value = db
-            .meta("manifest")?
-            .and_then(|m| serde_json::from_str(&m).ok())
+        let manifest: Manifest = db
+            .manifest()
+            .map_err(|e| usage(format!("{e:#}")))?
             .ok_or_else(|| usage("no run manifest (the shard never started)".into()))?;
-        let shard: Shard = serde_json::from_value(manifest["shard"].clone()).map_err(|_| {
+        let shard: Shard = manifest.shard.ok_or_else(|| {
             usage("not a shard (its manifest records no shard; run with --shard)".into())
         })?;
         let assigned: BTreeSet<String> = db
@@ -235,15 +196,6 @@ impl ShardDir {
     }
 }
 
-/// The manifest fields every shard of a run must share.
-const SHARED_FIELDS: [&str; 5] = [
-    "faultline_version",
-    "git_commit",
-    "chromium_version",
-    "decisions_sha256",
-    "root_seed",
-];
-
 /// Checks the shard directories against each other (see the module docs); every error
 /// is a [`UsageError`] naming the shard, and the field or the item.
 fn check(shards: &[ShardDir]) -> Result<()> {
@@ -268,16 +220,12 @@ fn check(shards: &[ShardDir]) -> Result<()> {
                 first.shard.count
             ));
         }
-        for field in SHARED_FIELDS {
-            if s.manifest[field] != first.manifest[field] {
-                return fail(format!(
-                    "{}: {field} differs from {} ({} vs {})",
-                    s.name(),
-                    first.name(),
-                    s.manifest[field],
-                    first.manifest[field]
-                ));
-            }
+        if let Some((field, this, theirs)) = s.manifest.merge_mismatch(&first.manifest) {
+            return fail(format!(
+                "{}: {field} differs from {} ({this} vs {theirs})",
+                s.name(),
+                first.name(),
+            ));
         }
     }
     let mut by_index: BTreeMap<u32, &ShardDir> = BTreeMap::new();
@@ -366,17 +314,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
     for (key, value) in first.meta_entries()? {
         match key.as_str() {
             "shard_items" | "shard_total_items" | "schema_version" => {}
-            "manifest" => {
-                let mut m = shards[0].manifest.clone();
-                if let Some(o) = m.as_object_mut() {
-                    o.remove("shard");
-                    o.insert(
-                        "merged_shards".into(),
-                        shards[0].manifest["shard"]["count"].clone(),
-                    );
-                }
-                db.set_meta("manifest", &serde_json::to_string_pretty(&m)?)?;
-            }
+            "manifest" => db.set_manifest(&shards[0].manifest.merged())?,
             _ => db.set_meta(&key, &value)?,
         }
     }
@@ -433,12 +371,25 @@ mod tests {
     /// infrastructure failure listed for each of `failed`.
     fn shard_dir(dir: &Path, items: &[&str], failed: &[&str]) -> ShardDir {
         let db = ResultsDb::open(&dir.join("results.sqlite")).unwrap();
-        let manifest = serde_json::json!({
-            "shard": { "index": 1, "count": 1 },
-            "faultline_version": "v", "git_commit": "c", "chromium_version": "x",
-            "decisions_sha256": "d", "root_seed": 1,
-        });
-        db.set_meta("manifest", &manifest.to_string()).unwrap();
+        let manifest = Manifest {
+            chromium_version: "x".into(),
+            config_as_passed: None,
+            config_resolved: serde_json::Value::Null,
+            decisions: "committed".into(),
+            decisions_sha256: Some("d".into()),
+            faultline_version: "v".into(),
+            faults: Vec::new(),
+            git_commit: "c".into(),
+            layouts: 1,
+            merged_shards: None,
+            policies: Vec::new(),
+            recovery: None,
+            root_seed: 1,
+            settle: None,
+            shard: Some(Shard { index: 1, count: 1 }),
+            tasks: Vec::new(),
+        };
+        db.set_manifest(&manifest).unwrap();
         db.set_meta("shard_items", &serde_json::to_string(items).unwrap())
             .unwrap();
         db.set_meta("shard_total_items", &items.len().to_string())
@@ -491,19 +442,19 @@ mod tests {
             }
         };
         let s = |i, n| Ok(Shard { index: i, count: n });
-        assert_eq!(Shard::from_env(env(&[("FAULTLINE_SHARD", "3/4")])), s(3, 4));
+        assert_eq!(shard_from_env(env(&[("FAULTLINE_SHARD", "3/4")])), s(3, 4));
         assert_eq!(
-            Shard::from_env(env(&[
+            shard_from_env(env(&[
                 ("JOB_COMPLETION_INDEX", "0"),
                 ("FAULTLINE_SHARD_COUNT", "3")
             ])),
             s(1, 3)
         );
-        assert!(Shard::from_env(env(&[("JOB_COMPLETION_INDEX", "0")]))
+        assert!(shard_from_env(env(&[("JOB_COMPLETION_INDEX", "0")]))
             .unwrap_err()
             .contains("FAULTLINE_SHARD_COUNT"));
         assert_eq!(
-            Shard::from_env(env(&[
+            shard_from_env(env(&[
                 ("SLURM_ARRAY_TASK_ID", "5"),
                 ("SLURM_ARRAY_TASK_MIN", "1"),
                 ("SLURM_ARRAY_TASK_COUNT", "7")
@@ -511,10 +462,10 @@ mod tests {
             s(5, 7)
         );
         assert_eq!(
-            Shard::from_env(env(&[("CI_NODE_INDEX", "2"), ("CI_NODE_TOTAL", "2")])),
+            shard_from_env(env(&[("CI_NODE_INDEX", "2"), ("CI_NODE_TOTAL", "2")])),
             s(2, 2)
         );
-        assert!(Shard::from_env(env(&[])).is_err());
+        assert!(shard_from_env(env(&[])).is_err());
     }
 
     #[test]
