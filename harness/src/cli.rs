@@ -765,11 +765,14 @@ async fn record(args: RecordArgs) -> Result<()> {
     result
 }
 
-/// Parses `WxH` (for example `960x640`).
+/// Parses a screenshot size `WxH` (for example `960x640`), each side from 1 to
+/// [`faultline_tasks::layout::MAX_IMAGE_SIDE`].
 fn parse_size(s: &str) -> Option<faultline_tasks::Size> {
+    use faultline_tasks::layout::MAX_IMAGE_SIDE;
     let (w, h) = s.split_once(['x', 'X'])?;
     let (w, h) = (w.trim().parse().ok()?, h.trim().parse().ok()?);
-    (w > 0 && h > 0).then_some(faultline_tasks::Size::new(w, h))
+    let side = 1..=MAX_IMAGE_SIDE;
+    (side.contains(&w) && side.contains(&h)).then_some(faultline_tasks::Size::new(w, h))
 }
 
 fn import(args: ImportArgs) -> Result<()> {
@@ -786,7 +789,8 @@ fn import(args: ImportArgs) -> Result<()> {
     let image = match &args.image {
         Some(s) => Some(parse_size(s).ok_or_else(|| {
             usage(anyhow!(
-                "--image: expected WxH with both above 0 (e.g. 960x640), found `{s}`"
+                "--image: expected WxH with both from 1 to {} (e.g. 960x640), found `{s}`",
+                faultline_tasks::layout::MAX_IMAGE_SIDE
             ))
         })?),
         None => None,
@@ -936,6 +940,16 @@ mod tests {
         );
         assert_eq!(parse_size("0x640"), None);
         assert_eq!(parse_size("960"), None);
+    }
+
+    #[test]
+    fn regression_an_absurd_image_size_flag_is_refused() {
+        assert_eq!(
+            parse_size("16384x16384"),
+            Some(faultline_tasks::Size::new(16384, 16384))
+        );
+        assert_eq!(parse_size("16385x640"), None);
+        assert_eq!(parse_size("960x4294967295"), None);
     }
 
     #[test]

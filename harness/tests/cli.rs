@@ -300,3 +300,68 @@ fn regression_a_report_killed_while_written_is_the_old_set_or_the_new_never_a_mi
     );
     eprintln!("{killed} kills, {rolled_forward} rolled forward");
 }
+
+#[test]
+fn regression_import_refuses_absurd_points_layouts_and_image_sizes_naming_file_line_and_field() {
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/trajectories/anthropic.jsonl");
+    let good = std::fs::read_to_string(example).unwrap();
+    let good = good.lines().next().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bad, expected) in [
+        (
+            "point.jsonl",
+            r#"{"layout_index": 1, "image": [960, 640], "reply": {"action": "left_click", "coordinate": [1e300, 5]}}"#,
+            "2: reply.coordinate: expected a point with coordinates from 0 to 100000, found (1e300, 5)",
+        ),
+        (
+            "layout.jsonl",
+            r#"{"layout_index": 4294967295, "image": [960, 640], "reply": {"action": "left_click", "coordinate": [1, 5]}}"#,
+            "2: layout_index: expected a whole number from 0 to 9999",
+        ),
+        (
+            "image.jsonl",
+            r#"{"layout_index": 1, "image": [4294967295, 640], "reply": {"action": "left_click", "coordinate": [1, 5]}}"#,
+            "2: image: expected [width, height], two whole numbers from 1 to 16384",
+        ),
+    ] {
+        let file = dir.path().join(name);
+        std::fs::write(&file, format!("{good}\n{bad}\n")).unwrap();
+        let out = dir.path().join(format!("out-{name}"));
+        let (code, _, stderr) = faultline(&[
+            "import",
+            "--format",
+            "anthropic",
+            file.to_str().unwrap(),
+            "--task",
+            "grid",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{name}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one-line cause: {stderr}");
+        assert!(
+            stderr.contains(&format!("{}:{expected}", file.display())),
+            "{name}: {stderr}"
+        );
+        assert!(!out.exists(), "{name}: nothing is written for a rejected file");
+    }
+    // The default image size for every line is bounded too.
+    let file = dir.path().join("ok.jsonl");
+    std::fs::write(&file, format!("{good}\n")).unwrap();
+    let (code, _, stderr) = faultline(&[
+        "import",
+        "--format",
+        "anthropic",
+        file.to_str().unwrap(),
+        "--task",
+        "grid",
+        "--image",
+        "100000x640",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--image: expected WxH with both from 1 to 16384"),
+        "{stderr}"
+    );
+}

@@ -140,3 +140,33 @@ async fn each_stage_fault_fires_with_its_witness_and_working_trials_are_unaffect
     }
     h.shutdown().await;
 }
+
+/// `click(1e300, 5)` used to reach Chromium, which never answered the input event: the
+/// trial ended as the harness's `unresponsive` failure and dropped out of every
+/// denominator. It is the agent's parse error, scored like any other failed reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_an_absurd_click_is_the_agents_parse_error_not_an_unresponsive_browser() {
+    let h = common::harness().await;
+    let set = embedded_default().unwrap();
+    // The committed decision's layout, with the absurd reply an agent might give (built
+    // directly: loading such a decision from a file is refused too).
+    let mut d = set
+        .find(TaskKind::Grid, DEFAULT_ROOT_SEED, 0)
+        .unwrap()
+        .clone();
+    d.reply = "The item is far to the right.\nclick(1e300, 5)".into();
+    d.actions = Vec::new();
+    let started = std::time::Instant::now();
+    let r = run_trial(&h.env, &d, None)
+        .await
+        .expect("a parse error, not an infrastructure failure");
+    let error = r.parse_error.expect("the reply is the agent's parse error");
+    assert!(
+        error.contains("line 2") && error.contains("from 0 to 100000"),
+        "{error}"
+    );
+    assert!(!r.truth.achieved, "{}", r.truth.detail);
+    assert!(r.actions.is_empty());
+    assert!(started.elapsed() < std::time::Duration::from_secs(8));
+    h.shutdown().await;
+}

@@ -17,6 +17,15 @@
 //! start with a known verb are commentary and are skipped, since real models explain
 //! themselves; a line that starts with a verb but is malformed is an error, because
 //! silently skipping a broken action is exactly the kind of fault this project measures.
+//!
+//! Bounds. A point's coordinates are finite, not negative and at most
+//! [`MAX_COORDINATE`] (100 000) in the reply's space. The bound is absolute, not relative
+//! to the image, because the parser does not know the image: it is far above any real
+//! screenshot (or the 0–1000 grid) and far below the values that matter — Chromium stops
+//! answering an input event whose coordinates overflow its single-precision floats
+//! (`click(1e300, 5)`), which would pass for the harness's failure. The quoted text of
+//! `type`, `press` and `answer` is at most [`MAX_TEXT_CHARS`] (10 000) characters.
+//! Beyond either bound the reply is the agent's parse error, like any malformed call.
 
 use crate::geometry::Point;
 use serde::{Deserialize, Serialize};
@@ -83,6 +92,58 @@ pub enum Action {
     },
     /// The agent declares the task finished.
     Stop,
+}
+
+/// The largest coordinate a pointer action may name, in the reply's space (image pixels
+/// or 0–1000 grid units): well above any real screenshot, far below the values that make
+/// Chromium stop answering an input event.
+pub const MAX_COORDINATE: f64 = 100_000.0;
+
+/// The most characters the quoted text of `type`, `press` or `answer` may hold.
+pub const MAX_TEXT_CHARS: usize = 10_000;
+
+/// Checks one coordinate against the bounds every reply format shares: from 0 to
+/// [`MAX_COORDINATE`]; the error says what was expected.
+pub fn check_coordinate(v: f64) -> Result<(), String> {
+    if !(0.0..=MAX_COORDINATE).contains(&v) {
+        return Err(format!(
+            "a coordinate from 0 to {MAX_COORDINATE}, found {}",
+            shown(v)
+        ));
+    }
+    Ok(())
+}
+
+/// Checks both coordinates of a point (see [`check_coordinate`]).
+pub fn check_point(x: f64, y: f64) -> Result<(), String> {
+    if check_coordinate(x).is_err() || check_coordinate(y).is_err() {
+        return Err(format!(
+            "a point with coordinates from 0 to {MAX_COORDINATE}, found ({}, {})",
+            shown(x),
+            shown(y)
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that a typed text or an answer is at most [`MAX_TEXT_CHARS`] characters long.
+pub fn check_text(text: &str) -> Result<(), String> {
+    let chars = text.chars().count();
+    if chars > MAX_TEXT_CHARS {
+        return Err(format!(
+            "a text of at most {MAX_TEXT_CHARS} characters, found {chars}"
+        ));
+    }
+    Ok(())
+}
+
+/// A number for an error message: huge ones in exponent form, not 300 digits.
+fn shown(v: f64) -> String {
+    if v.abs() < 1e15 {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    }
 }
 
 const VERBS: &[&str] = &[
@@ -212,7 +273,7 @@ pub fn parse_reply(text: &str) -> Result<Vec<Action>, ParseError> {
         let action =
             parse_call(verb, &line[verb.len()..]).map_err(|reason| ParseError::Malformed {
                 line: i + 1,
-                reason: format!("{reason} in `{line}`"),
+                reason: format!("{reason} in `{}`", excerpt(line)),
             })?;
         actions.push(action);
     }
@@ -220,6 +281,16 @@ pub fn parse_reply(text: &str) -> Result<Vec<Action>, ParseError> {
         return Err(ParseError::NoAction);
     }
     Ok(actions)
+}
+
+/// The start of a line quoted in an error: an over-long line is not echoed whole into
+/// every stored error and tool message.
+fn excerpt(line: &str) -> String {
+    const SHOWN: usize = 80;
+    match line.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    }
 }
 
 /// The verb a line starts with, if it starts with `verb(` (spaces allowed before `(`).
@@ -265,10 +336,8 @@ fn parse_call(verb: &str, rest: &str) -> Result<Action, String> {
     Ok(match verb {
         "click" | "double_click" | "right_click" | "hover" => {
             let v = nums(2)?;
-            if v.iter().any(|c| *c < 0.0) {
-                return Err(format!("{verb} coordinates must not be negative"));
-            }
             let (x, y) = (v[0], v[1]);
+            check_point(x, y).map_err(|e| format!("{verb} expects {e}"))?;
             match verb {
                 "click" => Action::Click { x, y },
                 "double_click" => Action::DoubleClick { x, y },
@@ -287,9 +356,15 @@ fn parse_call(verb: &str, rest: &str) -> Result<Action, String> {
             }
             Action::Wait { ms: v[0] as u64 }
         }
-        "type" => Action::Type { text: one_str()? },
-        "press" => Action::Press { key: one_str()? },
-        "answer" => Action::Answer { value: one_str()? },
+        "type" | "press" | "answer" => {
+            let text = one_str()?;
+            check_text(&text).map_err(|e| format!("{verb} expects {e}"))?;
+            match verb {
+                "type" => Action::Type { text },
+                "press" => Action::Press { key: text },
+                _ => Action::Answer { value: text },
+            }
+        }
         "stop" => {
             if !args.is_empty() {
                 return Err("stop takes no arguments".into());
@@ -445,6 +520,51 @@ mod tests {
         );
     }
 
+    #[test]
+    fn regression_a_finite_but_absurd_point_is_a_parse_error() {
+        for reply in [
+            "click(1e300, 5)",
+            "double_click(5, 1e300)",
+            "right_click(100000.5, 5)",
+            "hover(5, 100001)",
+            "click(1e39, 1e39)",
+        ] {
+            match parse_reply(reply) {
+                Err(ParseError::Malformed { line: 1, reason }) => {
+                    assert!(reason.contains("from 0 to 100000"), "{reason}")
+                }
+                other => panic!("{reply}: {other:?}"),
+            }
+        }
+        let e = parse_reply("click(1e300, 5)").unwrap_err().to_string();
+        assert!(e.contains("found (1e300, 5)"), "{e}");
+        assert_eq!(
+            parse_reply("click(100000, 100000)").unwrap(),
+            vec![Action::Click {
+                x: MAX_COORDINATE,
+                y: MAX_COORDINATE
+            }]
+        );
+    }
+
+    #[test]
+    fn regression_an_over_long_text_is_a_parse_error() {
+        let at_bound = "A".repeat(MAX_TEXT_CHARS);
+        let over = "A".repeat(MAX_TEXT_CHARS + 1);
+        for verb in ["type", "press", "answer"] {
+            assert!(parse_reply(&format!("{verb}(\"{at_bound}\")")).is_ok());
+            let e = parse_reply(&format!("{verb}(\"{over}\")"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("at most 10000 characters, found 10001"), "{e}");
+        }
+        // The error quotes the start of the line, not all of it.
+        let e = parse_reply(&format!("type(\"{over}\")")).unwrap_err();
+        assert!(e.to_string().len() < 300, "{e}");
+        // Characters, not bytes: 10 000 two-byte characters are within the bound.
+        assert!(parse_reply(&format!("type(\"{}\")", "é".repeat(MAX_TEXT_CHARS))).is_ok());
+    }
+
     fn arb_action() -> impl Strategy<Value = Action> {
         let coord = (0u32..5000).prop_map(f64::from);
         let text = "[ -~\n\t\"\\\\]{0,20}";
@@ -476,6 +596,37 @@ mod tests {
         #[test]
         fn arbitrary_text_never_panics(s in "\\PC{0,200}") {
             let _ = parse_reply(&s);
+        }
+
+        #[test]
+        fn regression_any_point_beyond_the_bound_is_a_parse_error(
+            verb in prop::sample::select(vec!["click", "double_click", "right_click", "hover"]),
+            beyond in prop_oneof![(MAX_COORDINATE + 1e-6)..1e6, 1e6..1e40, 1e40..f64::MAX],
+            within in 0.0..=MAX_COORDINATE,
+            beyond_is_x in any::<bool>(),
+            exponent_form in any::<bool>(),
+        ) {
+            let big = if exponent_form { format!("{beyond:e}") } else { format!("{beyond}") };
+            let (x, y) = if beyond_is_x { (big, within.to_string()) } else { (within.to_string(), big) };
+            let reply = format!("I will click.\n{verb}({x}, {y})");
+            prop_assert!(
+                matches!(parse_reply(&reply), Err(ParseError::Malformed { line: 2, .. })),
+                "accepted: {}", reply
+            );
+        }
+
+        #[test]
+        fn regression_any_over_long_text_is_a_parse_error(
+            verb in prop::sample::select(vec!["type", "press", "answer"]),
+            unit in "[a-zA-Z0-9 é€]",
+            extra in 1usize..2000,
+        ) {
+            let text = unit.repeat(MAX_TEXT_CHARS + extra);
+            let reply = format!("{verb}(\"{text}\")");
+            prop_assert!(
+                matches!(parse_reply(&reply), Err(ParseError::Malformed { line: 1, .. })),
+                "accepted a text of {} characters", text.chars().count()
+            );
         }
     }
 }

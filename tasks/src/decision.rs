@@ -12,7 +12,7 @@
 
 use crate::action::{parse_reply, Action};
 use crate::formats::{self, ActionFormat, CoordinateSpace};
-use crate::geometry::Size;
+use crate::geometry::{Size, MAX_IMAGE_SIDE};
 use crate::layout::{Layout, TaskKind};
 use crate::seed;
 use serde::{Deserialize, Serialize};
@@ -111,8 +111,7 @@ impl Decision {
         source: &str,
     ) -> Result<Decision, String> {
         let actions = match format {
-            ActionFormat::Faultline => parse_reply(&reply)
-                .map_err(|e| format!("the reply did not parse ({e}): {reply:?}"))?,
+            ActionFormat::Faultline => parse_reply(&reply).map_err(|e| e.to_string())?,
             _ => {
                 formats::parse(format, &reply)
                     .map_err(|e| e.within("reply").to_string())?
@@ -183,6 +182,12 @@ impl Decision {
             if size.width == 0 || size.height == 0 {
                 return Err(format!("{name}: expected a non-zero size, found {size}"));
             }
+        }
+        if self.image.width > MAX_IMAGE_SIDE || self.image.height > MAX_IMAGE_SIDE {
+            return Err(format!(
+                "image: expected a screenshot size of at most {MAX_IMAGE_SIDE} pixels a side, found {}",
+                self.image
+            ));
         }
         let parsed = match self.format {
             ActionFormat::Faultline => parse_reply(&self.reply).map_err(|e| e.to_string()),
@@ -454,7 +459,7 @@ mod tests {
         assert_eq!((d.layout_seed, d.source.as_str()), (layout.seed, "oracle"));
         let e =
             Decision::from_reply(1, &layout, "click(450".into(), IMAGE, VIEWPORT, "m").unwrap_err();
-        assert!(e.starts_with("the reply did not parse"), "{e}");
+        assert!(e.starts_with("reply line 1: missing `)`"), "{e}");
         assert!(Decision::from_reply(1, &layout, "stop()".into(), IMAGE, VIEWPORT, "").is_err());
     }
 
@@ -578,6 +583,25 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.starts_with("reply.type: expected a string"), "{e}");
+    }
+
+    #[test]
+    fn regression_a_decision_with_an_absurd_image_size_does_not_load() {
+        let layout = Layout::for_root(seed::DEFAULT_ROOT_SEED, TaskKind::Grid, 0);
+        let mut d = Decision::from_reply(
+            seed::DEFAULT_ROOT_SEED,
+            &layout,
+            "click(1, 2)".into(),
+            Size::new(900, 600),
+            Size::new(1200, 800),
+            "oracle",
+        )
+        .unwrap();
+        d.image = Size::new(MAX_IMAGE_SIDE + 1, 600);
+        assert_eq!(
+            d.validate().unwrap_err(),
+            "image: expected a screenshot size of at most 16384 pixels a side, found 16385x600"
+        );
     }
 
     #[test]

@@ -7,6 +7,10 @@ use std::fmt;
 pub const VIEWPORT: Size = Size::new(1200, 800);
 /// The screenshot size a model sees (a 3/4 downscale of the viewport).
 pub const IMAGE: Size = Size::new(900, 600);
+/// The widest or tallest screenshot a decision may say its model was sent, in pixels:
+/// twice an 8K screen's width. A larger size is a typo or garbage, and would scale the
+/// reply's points out of all proportion.
+pub const MAX_IMAGE_SIDE: u32 = 16_384;
 
 /// A width and height in pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

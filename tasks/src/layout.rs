@@ -14,7 +14,7 @@ use crate::instruction::Instruction;
 use crate::seed;
 use serde::{Deserialize, Serialize};
 
-pub use crate::geometry::{IMAGE, VIEWPORT};
+pub use crate::geometry::{IMAGE, MAX_IMAGE_SIDE, VIEWPORT};
 pub use crate::task::{
     unscaled_point, ChartLayout, ChartMark, FormLayout, FrameLayout, GridItem, GridLayout,
     LayoutSpec, MiniwobChooseList, MiniwobClickButton, MiniwobClickCheckboxes,
@@ -23,6 +23,10 @@ pub use crate::task::{
     MiniwobLoginUserPopup, MiniwobNavigateTree, MiniwobSearchEngine, MiniwobUseAutocomplete,
     OrderRow, SearchLayout, SelectLayout, TaskKind, UnscaledLanding,
 };
+
+/// The most layouts a run draws per task (a config's `layouts` is at most this), so a
+/// layout index is below it.
+pub const MAX_LAYOUTS: u32 = 10_000;
 
 /// A task rendered in one seeded arrangement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -24,8 +24,8 @@
 //! (`text` on a click), drags, middle and triple clicks and holding keys are errors.
 
 use super::{
-    canonical_key, coordinate, json_value, kind, number, object, optional_number, seconds_to_ms,
-    split_chord, string, FormatError,
+    bounded_text, canonical_key, coordinate, json_value, kind, number, object, optional_number,
+    seconds_to_ms, split_chord, string, FormatError,
 };
 use crate::action::Action;
 use serde_json::{Map, Value};
@@ -99,10 +99,11 @@ fn input_actions(o: &Map<String, Value>, out: &mut Vec<Action>) -> Result<(), Fo
             });
         }
         "type" => out.push(Action::Type {
-            text: string(o, "text")?.to_string(),
+            text: bounded_text(string(o, "text")?, "text")?,
         }),
         "key" => {
-            let text = string(o, "text")?;
+            // Each chord is a key press: a bounded text bounds how many.
+            let text = &bounded_text(string(o, "text")?, "text")?;
             let mut any = false;
             for chord in text.split_whitespace() {
                 let key =
@@ -273,6 +274,29 @@ mod tests {
         );
         assert!(e("click(1, 2)").starts_with("reply: expected"));
         assert!(e(r#"{"action": "left_click", "coordinate": [-1, 2]}"#).starts_with("coordinate:"));
+    }
+
+    #[test]
+    fn regression_an_absurd_coordinate_or_text_names_its_field() {
+        let e = |s: &str| parse(s).unwrap_err().to_string();
+        assert_eq!(
+            e(r#"{"action": "left_click", "coordinate": [1e300, 5]}"#),
+            "coordinate: expected a point with coordinates from 0 to 100000, found (1e300, 5)"
+        );
+        assert!(
+            e(r#"{"action": "scroll", "coordinate": [5, 100001], "scroll_direction": "up", "scroll_amount": 1}"#)
+                .starts_with("coordinate: expected a point with coordinates from 0 to 100000")
+        );
+        let long = "A".repeat(10_001);
+        assert_eq!(
+            e(&format!(r#"{{"action": "type", "text": "{long}"}}"#)),
+            "text: expected a text of at most 10000 characters, found 10001"
+        );
+        assert!(e(&format!(
+            r#"{{"action": "key", "text": "{}"}}"#,
+            "a ".repeat(5_001)
+        ))
+        .starts_with("text: expected a text of at most 10000 characters"));
     }
 
     proptest! {

@@ -19,7 +19,8 @@
 //!
 //! Drags, mouse and key down/up, and file uploads are errors.
 
-use super::{canonical_key, leading_call_name, non_negative, parse_py_call, split_chord};
+use super::split_chord;
+use super::{bounded_text, canonical_key, leading_call_name, parse_py_call, screen_coordinate};
 use super::{FormatError, PyCall};
 use crate::action::Action;
 
@@ -78,8 +79,10 @@ pub fn parse(raw: &str) -> Result<Vec<Action>, FormatError> {
 
 fn action(c: &PyCall) -> Result<Action, FormatError> {
     let point = |c: &PyCall| -> Result<(f64, f64), FormatError> {
-        let (x, y) = (c.num(0, "x")?, c.num(1, "y")?);
-        non_negative(x, y, "x")
+        Ok((
+            screen_coordinate(c.num(0, "x")?, "x")?,
+            screen_coordinate(c.num(1, "y")?, "y")?,
+        ))
     };
     Ok(match c.name.as_str() {
         "mouse_click" => {
@@ -115,7 +118,7 @@ fn action(c: &PyCall) -> Result<Action, FormatError> {
         "keyboard_type" | "keyboard_insert_text" => {
             c.at_most(1)?;
             Action::Type {
-                text: c.str(0, "text")?.to_string(),
+                text: bounded_text(c.str(0, "text")?, "text")?,
             }
         }
         "keyboard_press" => {
@@ -153,7 +156,7 @@ fn action(c: &PyCall) -> Result<Action, FormatError> {
         "send_msg_to_user" => {
             c.at_most(1)?;
             Action::Answer {
-                value: c.str(0, "text")?.to_string(),
+                value: bounded_text(c.str(0, "text")?, "text")?,
             }
         }
         "report_infeasible" => {
@@ -213,6 +216,25 @@ mod tests {
         assert!(e("keyboard_press(\"Hyper\")").starts_with("line 1: keyboard_press(key):"));
         assert!(e("mouse_click(1, 2").starts_with("line 1: expected"));
         assert!(parse("nothing here").unwrap().is_empty());
+    }
+
+    #[test]
+    fn regression_an_absurd_coordinate_or_text_names_its_line_and_argument() {
+        let e = |s: &str| parse(s).unwrap_err().to_string();
+        assert_eq!(
+            e("ok\nmouse_click(1e300, 5)"),
+            "line 2: mouse_click(x): expected a coordinate from 0 to 100000, found 1e300"
+        );
+        assert!(
+            e("mouse_move(5, 100001)").starts_with("line 1: mouse_move(y): expected a coordinate")
+        );
+        let long = "A".repeat(10_001);
+        assert_eq!(
+            e(&format!("keyboard_type(\"{long}\")")),
+            "line 1: keyboard_type(text): expected a text of at most 10000 characters, found 10001"
+        );
+        assert!(e(&format!("send_msg_to_user('{long}')"))
+            .starts_with("line 1: send_msg_to_user(text): expected a text of at most"));
     }
 
     proptest! {

@@ -38,6 +38,12 @@
 //! - the final answer (`send_msg_to_user`, `finished(content=...)`, Qwen's `answer`) ->
 //!   `answer`; giving up or finishing without content -> `stop`.
 //!
+//! Every format keeps to the bounds of faultline's own grammar ([`crate::action`]): a
+//! point's coordinates are at most [`crate::action::MAX_COORDINATE`] (100 000) in the
+//! reply's space — image pixels or the 0–1000 grid alike — and a text to type or an
+//! answer at most [`crate::action::MAX_TEXT_CHARS`] (10 000) characters; beyond them the
+//! reply is an error naming the field.
+//!
 //! Chat special tokens are not a format's business: the parse stage strips them before
 //! any format parses the text.
 
@@ -48,7 +54,7 @@ pub mod qwen;
 pub mod trajectory;
 pub mod uitars;
 
-use crate::action::{parse_reply, Action};
+use crate::action::{check_coordinate, check_point, check_text, parse_reply, Action};
 use crate::geometry::Size;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -440,15 +446,23 @@ pub(crate) fn optional_number(
     }
 }
 
-/// A point that must not be negative (a screen position).
-pub(crate) fn non_negative(x: f64, y: f64, field: &str) -> Result<(f64, f64), FormatError> {
-    if x < 0.0 || y < 0.0 {
-        return Err(FormatError::new(
-            field,
-            format!("a point with non-negative coordinates, found ({x}, {y})"),
-        ));
-    }
+/// A screen position: not negative and at most [`crate::action::MAX_COORDINATE`] in the
+/// reply's space, as in faultline's own grammar.
+pub(crate) fn screen_point(x: f64, y: f64, field: &str) -> Result<(f64, f64), FormatError> {
+    check_point(x, y).map_err(|e| FormatError::new(field, e))?;
     Ok((x, y))
+}
+
+/// One coordinate of a screen position given as its own field (see [`screen_point`]).
+pub(crate) fn screen_coordinate(v: f64, field: &str) -> Result<f64, FormatError> {
+    check_coordinate(v).map_err(|e| FormatError::new(field, e))?;
+    Ok(v)
+}
+
+/// Text to type or an answer: at most [`crate::action::MAX_TEXT_CHARS`] characters.
+pub(crate) fn bounded_text(text: &str, field: &str) -> Result<String, FormatError> {
+    check_text(text).map_err(|e| FormatError::new(field, e))?;
+    Ok(text.to_string())
 }
 
 /// `[x, y]` under `field`.
@@ -458,7 +472,7 @@ pub(crate) fn coordinate(o: &Map<String, Value>, field: &str) -> Result<(f64, f6
         Some(Value::Array(a)) if a.len() == 2 => {
             let x = number_value(&a[0], &format!("{field}[0]"))?;
             let y = number_value(&a[1], &format!("{field}[1]"))?;
-            non_negative(x, y, field)
+            screen_point(x, y, field)
         }
         Some(Value::Array(a)) => Err(FormatError::new(
             field,
@@ -749,11 +763,116 @@ mod tests {
         assert!(parse_py_call("f('open").is_err());
     }
 
+    /// A click at (`x`, `y`) in every format, including both spaces' formats.
+    fn point_replies(x: &str, y: &str) -> Vec<(ActionFormat, String)> {
+        vec![
+            (ActionFormat::Faultline, format!("click({x}, {y})")),
+            (
+                ActionFormat::Anthropic,
+                format!(r#"{{"action": "left_click", "coordinate": [{x}, {y}]}}"#),
+            ),
+            (
+                ActionFormat::OpenAi,
+                format!(r#"{{"type": "click", "button": "left", "x": {x}, "y": {y}}}"#),
+            ),
+            (ActionFormat::BrowserGym, format!("mouse_click({x}, {y})")),
+            (
+                ActionFormat::UiTars,
+                format!("Action: click(start_box='({x},{y})')"),
+            ),
+            (
+                ActionFormat::UiTars,
+                format!("Action: click(start_box='(0,0,{x},{y})')"),
+            ),
+            (
+                ActionFormat::Qwen,
+                format!(
+                    r#"<tool_call>{{"name": "computer_use", "arguments": {{"action": "left_click", "coordinate": [{x}, {y}]}}}}</tool_call>"#
+                ),
+            ),
+        ]
+    }
+
+    /// A text typed, or given as the answer, in every format.
+    fn text_replies(text: &str) -> Vec<(ActionFormat, String)> {
+        let json = serde_json::to_string(text).unwrap();
+        vec![
+            (ActionFormat::Faultline, format!("type({json})")),
+            (ActionFormat::Faultline, format!("answer({json})")),
+            (
+                ActionFormat::Anthropic,
+                format!(r#"{{"action": "type", "text": {json}}}"#),
+            ),
+            (
+                ActionFormat::OpenAi,
+                format!(r#"{{"type": "type", "text": {json}}}"#),
+            ),
+            (ActionFormat::BrowserGym, format!("keyboard_type({json})")),
+            (
+                ActionFormat::BrowserGym,
+                format!("send_msg_to_user({json})"),
+            ),
+            (
+                ActionFormat::UiTars,
+                format!("Action: type(content={json})"),
+            ),
+            (
+                ActionFormat::UiTars,
+                format!("Action: finished(content={json})"),
+            ),
+            (
+                ActionFormat::Qwen,
+                format!(r#"{{"action": "type", "text": {json}}}"#),
+            ),
+            (
+                ActionFormat::Qwen,
+                format!(r#"{{"action": "answer", "text": {json}}}"#),
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_format_accepts_a_point_and_a_text_at_the_bound() {
+        for (format, reply) in point_replies("100000", "100000") {
+            assert!(parse(format, &reply).is_ok(), "{format} refused {reply}");
+        }
+        for (format, reply) in text_replies(&"A".repeat(crate::action::MAX_TEXT_CHARS)) {
+            assert!(parse(format, &reply).is_ok(), "{format} refused the bound");
+        }
+    }
+
     proptest! {
         #[test]
         fn no_format_panics_on_arbitrary_text(s in "\\PC{0,200}") {
             for f in ActionFormat::ALL {
                 let _ = parse(f, &s);
+            }
+        }
+
+        #[test]
+        fn regression_no_format_accepts_a_point_beyond_the_bound(
+            beyond in prop_oneof![(crate::action::MAX_COORDINATE + 1e-6)..1e6, 1e6..1e40, 1e40..f64::MAX],
+            within in 0u32..1000,
+            beyond_is_x in any::<bool>(),
+        ) {
+            let (x, y) = if beyond_is_x {
+                (format!("{beyond:e}"), within.to_string())
+            } else {
+                (within.to_string(), format!("{beyond:e}"))
+            };
+            for (format, reply) in point_replies(&x, &y) {
+                prop_assert!(parse(format, &reply).is_err(), "{} accepted {}", format, reply);
+            }
+        }
+
+        #[test]
+        fn regression_no_format_accepts_an_over_long_text(
+            unit in "[a-zA-Z0-9 é]",
+            extra in 1usize..2000,
+        ) {
+            let text = unit.repeat(crate::action::MAX_TEXT_CHARS + extra);
+            for (format, reply) in text_replies(&text) {
+                prop_assert!(parse(format, &reply).is_err(), "{} accepted a text of {} characters", format, text.chars().count());
             }
         }
 

@@ -24,8 +24,8 @@
 //! `drag` and the `wheel`, `back` and `forward` buttons are errors.
 
 use super::{
-    canonical_key, json_value, kind, non_negative, number, object, optional_number, string,
-    FormatError,
+    bounded_text, canonical_key, json_value, kind, number, object, optional_number,
+    screen_coordinate, string, FormatError,
 };
 use crate::action::Action;
 use serde_json::{Map, Value};
@@ -95,8 +95,10 @@ fn item(v: &Value, out: &mut Vec<Action>) -> Result<(), FormatError> {
 const ACTIONS: &str = "click, double_click, move, scroll, keypress, type, wait or screenshot";
 
 fn point(o: &Map<String, Value>) -> Result<(f64, f64), FormatError> {
-    let (x, y) = (number(o, "x")?, number(o, "y")?);
-    non_negative(x, y, "x")
+    Ok((
+        screen_coordinate(number(o, "x")?, "x")?,
+        screen_coordinate(number(o, "y")?, "y")?,
+    ))
 }
 
 fn action(o: &Map<String, Value>, out: &mut Vec<Action>) -> Result<(), FormatError> {
@@ -169,7 +171,7 @@ fn action(o: &Map<String, Value>, out: &mut Vec<Action>) -> Result<(), FormatErr
             out.push(Action::Press { key });
         }
         "type" => out.push(Action::Type {
-            text: string(o, "text")?.to_string(),
+            text: bounded_text(string(o, "text")?, "text")?,
         }),
         "wait" => {
             let ms = optional_number(o, "ms")?.unwrap_or(1000.0);
@@ -269,6 +271,26 @@ mod tests {
         assert!(e(r#"{"type": "keypress", "keys": ["CTRL", 3]}"#).starts_with("keys[1]:"));
         assert!(e("[1]").starts_with("[0]: expected an object"));
         assert!(e("7").starts_with("reply: expected an object"));
+    }
+
+    #[test]
+    fn regression_an_absurd_coordinate_or_text_names_its_field() {
+        let e = |s: &str| parse(s).unwrap_err().to_string();
+        assert_eq!(
+            e(
+                r#"{"type": "computer_call", "action": {"type": "click", "button": "left", "x": 1e300, "y": 5}}"#
+            ),
+            "action.x: expected a coordinate from 0 to 100000, found 1e300"
+        );
+        assert_eq!(
+            e(r#"{"type": "move", "x": 5, "y": 100000.5}"#),
+            "y: expected a coordinate from 0 to 100000, found 100000.5"
+        );
+        let long = "A".repeat(10_001);
+        assert_eq!(
+            e(&format!(r#"{{"type": "type", "text": "{long}"}}"#)),
+            "text: expected a text of at most 10000 characters, found 10001"
+        );
     }
 
     proptest! {

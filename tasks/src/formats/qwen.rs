@@ -24,7 +24,8 @@
 //! Drags, middle and triple clicks are errors.
 
 use super::{
-    canonical_key, coordinate, json_value, kind, number, object, seconds_to_ms, string, FormatError,
+    bounded_text, canonical_key, coordinate, json_value, kind, number, object, seconds_to_ms,
+    string, FormatError,
 };
 use crate::action::Action;
 use serde_json::{Map, Value};
@@ -122,7 +123,7 @@ fn arguments(o: &Map<String, Value>, out: &mut Vec<Action>) -> Result<(), Format
             });
         }
         "type" => out.push(Action::Type {
-            text: string(o, "text")?.to_string(),
+            text: bounded_text(string(o, "text")?, "text")?,
         }),
         "key" => {
             let keys = match o.get("keys") {
@@ -168,7 +169,7 @@ fn arguments(o: &Map<String, Value>, out: &mut Vec<Action>) -> Result<(), Format
             ms: seconds_to_ms(number(o, "time")?, "time")?,
         }),
         "answer" => out.push(Action::Answer {
-            value: string(o, "text")?.to_string(),
+            value: bounded_text(string(o, "text")?, "text")?,
         }),
         "terminate" => {
             let status = string(o, "status")?;
@@ -254,6 +255,22 @@ mod tests {
         assert!(e("click(1, 2)").starts_with("reply: expected <tool_call>"));
         assert!(e(r#"{"action": "left_click_drag", "coordinate": [1, 2]}"#)
             .starts_with("action: expected one of"));
+    }
+
+    #[test]
+    fn regression_an_absurd_coordinate_or_text_names_its_field() {
+        let e = |s: &str| parse(s).unwrap_err().to_string();
+        assert_eq!(
+            e(r#"<tool_call>{"name": "computer_use", "arguments": {"action": "left_click", "coordinate": [1e300, 5]}}</tool_call>"#),
+            "tool_call[0].arguments.coordinate: expected a point with coordinates from 0 to 100000, found (1e300, 5)"
+        );
+        let long = "A".repeat(10_001);
+        assert_eq!(
+            e(&format!(r#"{{"action": "type", "text": "{long}"}}"#)),
+            "text: expected a text of at most 10000 characters, found 10001"
+        );
+        assert!(e(&format!(r#"{{"action": "answer", "text": "{long}"}}"#))
+            .starts_with("text: expected a text of at most"));
     }
 
     proptest! {

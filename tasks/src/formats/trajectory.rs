@@ -9,20 +9,22 @@
 //!
 //! | field | meaning |
 //! |---|---|
-//! | `layout_index` | which layout of the task (under the root seed) the reply was made on |
-//! | `image` | `[width, height]` of the screenshot the model was sent; optional when the importer is given a default (`--image WxH`) |
+//! | `layout_index` | which layout of the task (under the root seed) the reply was made on: 0 to 9999 ([`MAX_LAYOUTS`] per task) |
+//! | `image` | `[width, height]` of the screenshot the model was sent, each 1 to [`MAX_IMAGE_SIDE`] (16384); optional when the importer is given a default (`--image WxH`) |
 //! | `space` | optional: `image` or `normalized_1000`, for the formats that come in both (UI-TARS, Qwen); else the format's default |
 //! | `reply` | the format's native payload: a JSON object or array for `anthropic`, `openai` and `qwen` tool calls (a string holding the JSON also works), a string for `browsergym`, `uitars`, `faultline` and Qwen's `<tool_call>` text |
 //!
-//! Every line is validated; the first problem is reported as `file:line: field:
-//! expected ...`. Each becomes a [`Decision`] whose `reply` is the raw payload (JSON
+//! Every line is validated, the reply within the bounds every format shares (points'
+//! coordinates at most [`crate::action::MAX_COORDINATE`], texts at most
+//! [`crate::action::MAX_TEXT_CHARS`] characters); the first problem is reported as
+//! `file:line: field: expected ...`. Each becomes a [`Decision`] whose `reply` is the raw payload (JSON
 //! payloads as compact JSON text), whose `actions` are the converted ones, and whose
 //! source is `import:<format>`; it replays like any other decision.
 
 use super::{ActionFormat, CoordinateSpace};
 use crate::decision::{Decision, DecisionError, DecisionSet};
 use crate::geometry::Size;
-use crate::layout::{Layout, TaskKind, VIEWPORT};
+use crate::layout::{Layout, TaskKind, MAX_IMAGE_SIDE, MAX_LAYOUTS, VIEWPORT};
 use serde_json::Value;
 
 /// What an import applies to every line of a trajectory file.
@@ -98,17 +100,18 @@ fn import_line(line: &str, opts: &ImportOptions) -> Result<Decision, String> {
         Some(v) => v
             .as_u64()
             .and_then(|n| u32::try_from(n).ok())
+            .filter(|n| *n < MAX_LAYOUTS)
             .ok_or_else(|| {
                 format!(
-                    "layout_index: expected a whole number from 0 to {}, found {v}",
-                    u32::MAX
+                    "layout_index: expected a whole number from 0 to {} (a run has at most {MAX_LAYOUTS} layouts per task), found {v}",
+                    MAX_LAYOUTS - 1
                 )
             })?,
         None => return Err("layout_index: expected a whole number, found nothing".into()),
     };
     let image = match o.get("image") {
         Some(v) => size(v).ok_or_else(|| {
-            format!("image: expected [width, height], two whole numbers above 0, found {v}")
+            format!("image: expected [width, height], two whole numbers from 1 to {MAX_IMAGE_SIDE}, found {v}")
         })?,
         None => opts.image.ok_or(
             "image: expected [width, height] of the screenshot the model was sent (or a default image size), found nothing",
@@ -174,9 +177,12 @@ fn size(v: &Value) -> Option<Size> {
     let [w, h] = a.as_slice() else {
         return None;
     };
-    let w = u32::try_from(w.as_u64()?).ok()?;
-    let h = u32::try_from(h.as_u64()?).ok()?;
-    (w > 0 && h > 0).then_some(Size::new(w, h))
+    let side = |v: &Value| {
+        v.as_u64()
+            .filter(|n| (1..=u64::from(MAX_IMAGE_SIDE)).contains(n))
+            .map(|n| n as u32)
+    };
+    Some(Size::new(side(w)?, side(h)?))
 }
 
 #[cfg(test)]
@@ -280,5 +286,62 @@ mod tests {
         .starts_with("t.jsonl:1: img: expected only the fields"));
         assert!(e(ActionFormat::OpenAi, r#"{"layout_index": 0, "image": [960, 640], "reply": {"type": "computer_call", "action": {"type": "click", "x": 1}}}"#).starts_with("t.jsonl:1: reply.action.y: expected a number"));
         assert!(e(ActionFormat::OpenAi, "").starts_with("t.jsonl:0: expected at least one"));
+    }
+
+    #[test]
+    fn regression_absurd_points_layouts_and_image_sizes_name_file_line_and_field() {
+        let e = |format, text: &str| {
+            import("t.jsonl", text, &opts(format))
+                .unwrap_err()
+                .to_string()
+        };
+        let ok = r#"{"layout_index": 0, "image": [960, 640], "reply": {"action": "left_click", "coordinate": [1, 2]}}"#;
+        assert_eq!(
+            e(
+                ActionFormat::Anthropic,
+                &format!("{ok}\n{{\"layout_index\": 1, \"image\": [960, 640], \"reply\": {{\"action\": \"left_click\", \"coordinate\": [1e300, 5]}}}}")
+            ),
+            "t.jsonl:2: reply.coordinate: expected a point with coordinates from 0 to 100000, found (1e300, 5)"
+        );
+        assert_eq!(
+            e(
+                ActionFormat::Faultline,
+                r#"{"layout_index": 0, "image": [960, 640], "reply": "click(1e300, 5)"}"#
+            ),
+            "t.jsonl:1: reply line 1: click expects a point with coordinates from 0 to 100000, found (1e300, 5) in `click(1e300, 5)`"
+        );
+        for index in ["10000", "4294967295"] {
+            assert_eq!(
+                e(
+                    ActionFormat::Anthropic,
+                    &format!(r#"{{"layout_index": {index}, "image": [960, 640], "reply": {{}}}}"#)
+                ),
+                format!("t.jsonl:1: layout_index: expected a whole number from 0 to 9999 (a run has at most 10000 layouts per task), found {index}")
+            );
+        }
+        for (image, found) in [
+            ("[16385, 640]", "[16385,640]"),
+            ("[960, 4294967295]", "[960,4294967295]"),
+            ("[1e300, 640]", "[1e+300,640]"),
+        ] {
+            assert_eq!(
+                e(
+                    ActionFormat::Anthropic,
+                    &format!(r#"{{"layout_index": 0, "image": {image}, "reply": {{}}}}"#)
+                ),
+                format!("t.jsonl:1: image: expected [width, height], two whole numbers from 1 to 16384, found {found}")
+            );
+        }
+        let long = "A".repeat(10_001);
+        assert_eq!(
+            e(
+                ActionFormat::BrowserGym,
+                &format!(r#"{{"layout_index": 0, "image": [960, 640], "reply": "keyboard_type('{long}')"}}"#)
+            ),
+            "t.jsonl:1: reply line 1: keyboard_type(text): expected a text of at most 10000 characters, found 10001"
+        );
+        // At the bounds every line imports.
+        let edge = r#"{"layout_index": 9999, "image": [16384, 16384], "reply": {"action": "left_click", "coordinate": [100000, 100000]}}"#;
+        assert!(import("t.jsonl", edge, &opts(ActionFormat::Anthropic)).is_ok());
     }
 }

@@ -21,7 +21,10 @@
 //!
 //! `drag` and anything else is an error.
 
-use super::{canonical_key, leading_call_name, non_negative, parse_py_call, split_chord};
+use super::split_chord;
+use super::{
+    bounded_text, canonical_key, leading_call_name, parse_py_call, screen_coordinate, screen_point,
+};
 use super::{FormatError, PyArg, PyCall};
 use crate::action::Action;
 
@@ -100,12 +103,16 @@ fn point(c: &PyCall) -> Result<(f64, f64), FormatError> {
     if nums.iter().any(|v| !v.is_finite()) {
         return Err(FormatError::new(key, format!("{expected}, found {text:?}")));
     }
+    // Every corner of a box is a point the model named, not only its centre.
+    for v in &nums {
+        screen_coordinate(*v, key)?;
+    }
     let (x, y) = match nums.as_slice() {
         [x, y] => (*x, *y),
         [x1, y1, x2, y2] => ((x1 + x2) / 2.0, (y1 + y2) / 2.0),
         _ => return Err(FormatError::new(key, format!("{expected}, found {text:?}"))),
     };
-    non_negative(x, y, key)
+    screen_point(x, y, key)
 }
 
 fn action(c: &PyCall, out: &mut Vec<Action>) -> Result<(), FormatError> {
@@ -125,13 +132,15 @@ fn action(c: &PyCall, out: &mut Vec<Action>) -> Result<(), FormatError> {
             let content = c.str(0, "content")?;
             match content.strip_suffix('\n') {
                 Some(text) => {
-                    out.push(Action::Type { text: text.into() });
+                    out.push(Action::Type {
+                        text: bounded_text(text, "content")?,
+                    });
                     out.push(Action::Press {
                         key: "Enter".into(),
                     });
                 }
                 None => out.push(Action::Type {
-                    text: content.into(),
+                    text: bounded_text(content, "content")?,
                 }),
             }
         }
@@ -176,7 +185,7 @@ fn action(c: &PyCall, out: &mut Vec<Action>) -> Result<(), FormatError> {
             match c.arg(0, "content") {
                 None => out.push(Action::Stop),
                 Some(_) => out.push(Action::Answer {
-                    value: c.str(0, "content")?.to_string(),
+                    value: bounded_text(c.str(0, "content")?, "content")?,
                 }),
             }
         }
@@ -242,6 +251,27 @@ mod tests {
         );
         assert!(e("Action: scroll(direction='sideways')").starts_with("line 1: scroll(direction):"));
         assert!(e("Action: I will click").starts_with("line 1: expected a call"));
+    }
+
+    #[test]
+    fn regression_an_absurd_coordinate_or_text_names_its_line_and_argument() {
+        let e = |s: &str| parse(s).unwrap_err().to_string();
+        assert_eq!(
+            e("Thought: there.\nAction: click(start_box='(1e300,5)')"),
+            "line 2: click(start_box): expected a coordinate from 0 to 100000, found 1e300"
+        );
+        // A box corner far out is refused even when the centre would be in bounds.
+        assert!(e("Action: click(start_box='(0,0,150000,10)')")
+            .starts_with("line 1: click(start_box): expected a coordinate"));
+        assert!(e("Action: hover(point='<point>5 100001</point>')")
+            .starts_with("line 1: hover(point): expected a coordinate"));
+        let long = "A".repeat(10_001);
+        assert_eq!(
+            e(&format!("Action: type(content='{long}\\n')")),
+            "line 1: type(content): expected a text of at most 10000 characters, found 10001"
+        );
+        assert!(e(&format!("Action: finished(content='{long}')"))
+            .starts_with("line 1: finished(content): expected a text of at most"));
     }
 
     proptest! {
