@@ -505,3 +505,33 @@ async fn regression_an_agent_process_that_crashes_mid_phase_is_retried_not_score
     }
     assert!(surviving(&wrapper.display().to_string()).is_empty());
 }
+
+/// Regression (an exec agent that asked for a `wait` at the cap was SIGKILLed during the
+/// wait and every retry failed as `agent_process`): the agent thinks for most of its
+/// timeout, then asks for a 10 s wait, longer than its timeout and longer than the idle
+/// life of the thread that started it. The harness's wait is not the agent's time: the
+/// episode is stored as the agent ended it, with no infrastructure error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_an_agent_waiting_at_the_cap_after_a_slow_answer_is_not_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "seed = 1\ntasks = [\"grid\"]\npolicies = [\"unverified\"]\nfaults = [\"reference\"]\n[recovery]\nenabled = true\nlayouts = 1\nruns = 1\npolicies = [\"unverified\"]\nagent = \"exec\"\nmax_wait_ms = 10000\n[exec]\ncommand = [\"python3\", {script:?}, \"3\"]\ntimeout_ms = 5000\n",
+        script = plugin("wait_at_cap.py"),
+    );
+    let db = run(dir.path(), &text, 1).await;
+    assert!(
+        db.infra_errors().unwrap().is_empty(),
+        "{:?}",
+        db.infra_errors().unwrap()
+    );
+    let episodes = db.episodes().unwrap();
+    assert!(!episodes.is_empty());
+    for e in &episodes {
+        assert_eq!(e.stop_reason.name(), "stopped", "{e:?}");
+        let steps = db.episode_steps(&e.episode_key).unwrap();
+        let replies: Vec<&str> = steps.iter().skip(1).map(|s| s.reply.as_str()).collect();
+        assert_eq!(replies, ["wait(10000)", "stop()"], "{}", e.episode_key);
+    }
+    drop(db);
+    assert!(surviving("wait_at_cap.py").is_empty());
+}

@@ -32,7 +32,11 @@
 //! (`jobs`), each started once and reused for every trial it serves — not one per trial.
 //! Every process runs in its own process group with `PR_SET_PDEATHSIG`, and is killed
 //! (the whole group) when it is dropped: at the end of a run, when the harness is
-//! interrupted (Ctrl-C drops the run), and after any failure.
+//! interrupted (Ctrl-C drops the run), and after any failure. Processes are started from
+//! one thread that lives as long as the harness, since that signal follows the thread
+//! that started a process, not the harness. The per-request timeout runs only while a
+//! request waits for its answer: an agent is not charged for the harness executing its
+//! action (a `wait` at the cap included).
 //!
 //! # Failure is not a verdict
 //!
@@ -71,7 +75,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -169,8 +173,7 @@ impl Process {
                 Ok(())
             });
         }
-        let mut child = cmd
-            .spawn()
+        let mut child = spawn_from_a_lasting_thread(cmd)
             .map_err(|e| err("spawn", format!("cannot start {:?}: {e}", spec.command)))?;
         let stdout = child.stdout.take().expect("piped stdout");
         let mut stderr_pipe = child.stderr.take().expect("piped stderr");
@@ -338,6 +341,37 @@ impl Process {
     }
 }
 
+/// Spawns `cmd` from one thread that lives as long as the harness.
+///
+/// `PR_SET_PDEATHSIG` fires when the *thread* that forked the child exits, not the
+/// harness. Requests run on tokio's blocking pool, whose threads exit after 10 s idle: a
+/// process started there was SIGKILLed while the harness executed its agent's
+/// `wait(10000)`, and the next request met a broken pipe. The spawner thread never exits,
+/// so the signal still comes only when the harness dies.
+fn spawn_from_a_lasting_thread(cmd: Command) -> std::io::Result<Child> {
+    type Spawn = (Command, SyncSender<std::io::Result<Child>>);
+    static SPAWNER: OnceLock<Sender<Spawn>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Spawn>();
+        std::thread::Builder::new()
+            .name("plugin-spawner".into())
+            .spawn(move || {
+                for (mut cmd, started) in rx {
+                    let _ = started.send(cmd.spawn());
+                }
+            })
+            .expect("starting the plugin spawner thread");
+        tx
+    });
+    let (started, child) = std::sync::mpsc::sync_channel(1);
+    spawner
+        .send((cmd, started))
+        .map_err(|_| std::io::Error::other("the plugin spawner thread is gone"))?;
+    child
+        .recv()
+        .map_err(|_| std::io::Error::other("the plugin spawner thread is gone"))?
+}
+
 impl Drop for Process {
     fn drop(&mut self) {
         self.kill();
@@ -463,5 +497,38 @@ pub fn off_executor<R>(f: impl FnOnce() -> R) -> R {
             tokio::task::block_in_place(f)
         }
         _ => f(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression (an exec agent was SIGKILLed while the harness executed its
+    /// `wait(10000)`): `PR_SET_PDEATHSIG` fires when the thread that started a process
+    /// exits, and the blocking-pool thread that ran the first request exited after 10 s
+    /// idle. A process must outlive the thread that happened to start it.
+    #[test]
+    fn regression_a_process_outlives_the_thread_that_started_it() {
+        let echo = "import json, sys\nfor line in sys.stdin:\n    m = json.loads(line)\n    print(json.dumps({'protocol': 'faultline.agent', 'version': 1} if 'protocol' in m else {'id': m['id']}), flush=True)\n";
+        let pool = Arc::new(Pool::new(
+            PluginSpec {
+                name: "echo".into(),
+                command: vec!["python3".into(), "-c".into(), echo.into()],
+                timeout_ms: 20_000,
+            },
+            "faultline.agent",
+            json!({}),
+        ));
+        let first = pool.clone();
+        std::thread::spawn(move || first.with_process(|p| p.request(json!({"type": "act"}))))
+            .join()
+            .unwrap()
+            .unwrap();
+        // The starting thread is gone; a parent-death signal would have arrived by now.
+        std::thread::sleep(Duration::from_millis(300));
+        let answer = pool.with_process(|p| p.request(json!({"type": "act"})));
+        assert_eq!(answer.unwrap()["id"], 2);
+        assert_eq!(pool.started(), 1);
     }
 }
