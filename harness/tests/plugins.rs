@@ -261,8 +261,18 @@ timeout_ms = 5000
     );
 
     drop(db);
-    let left = surviving(&plugin(""));
-    assert!(left.is_empty(), "plugin processes survived: {left:?}");
+    // Its own scripts only: other tests in this file run plugins at the same time.
+    for script in [
+        "good.py",
+        "crash.py",
+        "hang.py",
+        "garbage.py",
+        "unknown_verdict.py",
+        "wrong_version.py",
+    ] {
+        let left = surviving(&plugin(script));
+        assert!(left.is_empty(), "plugin processes survived: {left:?}");
+    }
     let left = surviving("agent_retry.py");
     assert!(left.is_empty(), "agent processes survived: {left:?}");
 }
@@ -504,4 +514,133 @@ async fn regression_an_agent_process_that_crashes_mid_phase_is_retried_not_score
         );
     }
     assert!(surviving(&wrapper.display().to_string()).is_empty());
+}
+
+/// Regression (an exec agent that asked for a `wait` at the cap was SIGKILLed during the
+/// wait and every retry failed as `agent_process`): the agent thinks for most of its
+/// timeout, then asks for a 10 s wait, longer than its timeout and longer than the idle
+/// life of the thread that started it. The harness's wait is not the agent's time: the
+/// episode is stored as the agent ended it, with no infrastructure error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_an_agent_waiting_at_the_cap_after_a_slow_answer_is_not_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "seed = 1\ntasks = [\"grid\"]\npolicies = [\"unverified\"]\nfaults = [\"reference\"]\n[recovery]\nenabled = true\nlayouts = 1\nruns = 1\npolicies = [\"unverified\"]\nagent = \"exec\"\nmax_wait_ms = 10000\n[exec]\ncommand = [\"python3\", {script:?}, \"3\"]\ntimeout_ms = 5000\n",
+        script = plugin("wait_at_cap.py"),
+    );
+    let db = run(dir.path(), &text, 1).await;
+    assert!(
+        db.infra_errors().unwrap().is_empty(),
+        "{:?}",
+        db.infra_errors().unwrap()
+    );
+    let episodes = db.episodes().unwrap();
+    assert!(!episodes.is_empty());
+    for e in &episodes {
+        assert_eq!(e.stop_reason.name(), "stopped", "{e:?}");
+        let steps = db.episode_steps(&e.episode_key).unwrap();
+        let replies: Vec<&str> = steps.iter().skip(1).map(|s| s.reply.as_str()).collect();
+        assert_eq!(replies, ["wait(10000)", "stop()"], "{}", e.episode_key);
+    }
+    drop(db);
+    assert!(surviving("wait_at_cap.py").is_empty());
+}
+
+/// Regression (a verifier's 50 MB message was stored verbatim with every verdict): the
+/// message is cut at read time and to 16 KiB, with a marker saying how much was cut, and
+/// the verdict stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_a_verifiers_huge_message_is_stored_truncated_with_its_verdict() {
+    const SIZE: usize = 8 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "seed = 1\ntasks = [\"grid\"]\npolicies = [\"generic\", \"huge\"]\nfaults = [\"reference\"]\n[[policy]]\nname = \"huge\"\ncommand = [\"python3\", {:?}, \"message\", \"{SIZE}\"]\ntimeout_ms = 20000\n",
+        plugin("huge.py")
+    );
+    let db = run(dir.path(), &text, 1).await;
+    assert!(db.infra_errors().unwrap().is_empty());
+    let verdicts = db.verdicts().unwrap();
+    // On a page without frames `generic` judges as the plugin's `good` logic does.
+    let generic: BTreeMap<&str, &str> = verdicts
+        .iter()
+        .filter(|v| v.policy == "generic")
+        .map(|v| (v.trial_key.as_str(), v.verdict.name()))
+        .collect();
+    let huge: Vec<_> = verdicts.iter().filter(|v| v.policy == "huge").collect();
+    assert!(!huge.is_empty());
+    for v in huge {
+        assert_eq!(
+            v.verdict.name(),
+            generic[v.trial_key.as_str()],
+            "{}",
+            v.trial_key
+        );
+        let kept = faultline::plugin::policy::MAX_MESSAGE_BYTES;
+        assert_eq!(
+            v.message,
+            format!("{}… [truncated: {} bytes]", "M".repeat(kept), SIZE - kept)
+        );
+    }
+    drop(db);
+    assert!(surviving("huge.py message").is_empty());
+}
+
+/// Regression (an agent typing 1 MB had every such reply stored whole, and the parser
+/// read it): an over-long reply is the agent's own parse error, stored cut, never an
+/// infrastructure failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_an_exec_agents_huge_reply_is_a_parse_error_not_an_infra_failure() {
+    const SIZE: usize = 1 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "seed = 1\ntasks = [\"grid\"]\npolicies = [\"unverified\"]\nfaults = [\"reference\"]\n[recovery]\nenabled = true\nlayouts = 1\nruns = 1\npolicies = [\"unverified\"]\nagent = \"exec\"\n[exec]\ncommand = [\"python3\", {:?}, \"reply\", \"{SIZE}\"]\ntimeout_ms = 20000\n",
+        plugin("huge.py")
+    );
+    let db = run(dir.path(), &text, 1).await;
+    assert!(db.infra_errors().unwrap().is_empty());
+    let episodes = db.episodes().unwrap();
+    assert!(!episodes.is_empty());
+    for e in &episodes {
+        assert_eq!(e.stop_reason.name(), "parse_error", "{e:?}");
+        let steps = db.episode_steps(&e.episode_key).unwrap();
+        let last = steps.last().unwrap();
+        let limit = faultline::engine::roundtrip::parse::MAX_REPLY_BYTES;
+        assert!(
+            last.parse_error
+                .as_deref()
+                .unwrap()
+                .contains(&format!("over the {limit}-byte limit")),
+            "{:?}",
+            last.parse_error
+        );
+        assert!(last.reply.len() < limit + 64, "{} bytes", last.reply.len());
+        assert!(last.reply.ends_with(" bytes]"), "{}", &last.reply[limit..]);
+    }
+    drop(db);
+    assert!(surviving("huge.py reply").is_empty());
+}
+
+/// Regression (the JSON-lines reader buffered whatever a process wrote before a newline):
+/// a verifier writing an endless line is failed as a `protocol` error at the line limit.
+#[test]
+fn regression_a_plugin_writing_an_endless_line_is_a_protocol_failure() {
+    let pool = pool(
+        PluginSpec {
+            name: "endless".into(),
+            command: vec!["python3".into(), plugin("huge.py"), "endless".into()],
+            timeout_ms: 20_000,
+        },
+        Size::new(900, 600),
+    );
+    let e = pool
+        .with_process(|p| p.request(serde_json::json!({"type": "judge", "evidence": {}})))
+        .unwrap_err();
+    assert_eq!(e.kind, "protocol", "{e:?}");
+    assert!(
+        e.reason
+            .contains(&format!("over {} bytes", faultline::plugin::MAX_LINE_BYTES)),
+        "{e:?}"
+    );
+    drop(pool);
+    assert!(surviving("huge.py endless").is_empty());
 }

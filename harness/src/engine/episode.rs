@@ -25,6 +25,7 @@
 use crate::agent::{Agent, AgentView, HistoryEntry, PolicyFeedback, TokenUsage};
 use crate::engine::cost::{Span, Stage, StageCosts};
 use crate::engine::liveness::InfraFailure;
+use crate::engine::roundtrip::parse::MAX_REPLY_BYTES;
 use crate::engine::roundtrip::parse_stage;
 use crate::engine::session::Session;
 use crate::engine::Engine;
@@ -260,7 +261,8 @@ async fn drive(
         let mut record = EpisodeStep {
             step: n,
             from_decision,
-            reply: reply.clone(),
+            // An over-long reply is refused by the parse stage and stored cut.
+            reply: crate::plugin::truncate(&reply, MAX_REPLY_BYTES).into_owned(),
             parse_error: None,
             actions: Vec::new(),
             executed_json: "[]".into(),

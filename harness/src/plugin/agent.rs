@@ -78,7 +78,8 @@ pub fn reply_from(answer: &Value) -> Result<(String, ActionFormat), (&'static st
             return Err((
                 "protocol",
                 format!(
-                    "unsupported action format {other} (this build reads: {})",
+                    "unsupported action format {} (this build reads: {})",
+                    super::clip(&other.to_string()),
                     formats().join(", ")
                 ),
             ))
@@ -86,8 +87,14 @@ pub fn reply_from(answer: &Value) -> Result<(String, ActionFormat), (&'static st
     };
     match answer.get("reply") {
         Some(Value::String(s)) => Ok((s.clone(), format)),
-        Some(other) => Err(("malformed", format!("reply is not a string: {other}"))),
-        None => Err(("malformed", format!("no `reply` in {answer}"))),
+        Some(other) => Err((
+            "malformed",
+            format!("reply is not a string: {}", super::clip(&other.to_string())),
+        )),
+        None => Err((
+            "malformed",
+            format!("no `reply` in {}", super::clip(&answer.to_string())),
+        )),
     }
 }
 

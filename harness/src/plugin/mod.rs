@@ -25,6 +25,22 @@
 //! Screenshots are written to a temporary directory of the run (one per pool, removed when
 //! the pool is dropped); each request's files are removed once it is answered.
 //!
+//! # Sizes
+//!
+//! What a process writes is bounded where it is read, so a hostile or broken plugin costs
+//! bounded memory and storage:
+//!
+//! - a line holds at most [`MAX_LINE_BYTES`] (1 MiB) once its long strings are cut; a
+//!   longer one (a process writing without a newline) is a `protocol` failure, and nothing
+//!   past the limit is kept;
+//! - a string value longer than [`MAX_STRING_BYTES`] (64 KiB) is cut while it is read and
+//!   ends with `… [truncated: N bytes]`, N the bytes cut;
+//! - a verifier's `message` is kept up to [`policy::MAX_MESSAGE_BYTES`] (16 KiB), cut with
+//!   the same marker; its verdict stands;
+//! - an agent's `reply` over the parse stage's limit
+//!   ([`crate::engine::roundtrip::parse::MAX_REPLY_BYTES`], 64 KiB, for every agent) is the
+//!   agent's own parse error, stored cut.
+//!
 //! # Processes
 //!
 //! A [`Pool`] holds the idle processes of one plugin. A judgement checks one out (starting
@@ -32,13 +48,17 @@
 //! (`jobs`), each started once and reused for every trial it serves — not one per trial.
 //! Every process runs in its own process group with `PR_SET_PDEATHSIG`, and is killed
 //! (the whole group) when it is dropped: at the end of a run, when the harness is
-//! interrupted (Ctrl-C drops the run), and after any failure.
+//! interrupted (Ctrl-C drops the run), and after any failure. Processes are started from
+//! one thread that lives as long as the harness, since that signal follows the thread
+//! that started a process, not the harness. The per-request timeout runs only while a
+//! request waits for its answer: an agent is not charged for the harness executing its
+//! action (a `wait` at the cap included).
 //!
 //! # Failure is not a verdict
 //!
 //! A process that cannot be started, exits, stays silent past the per-request timeout,
 //! writes a line that is not a JSON object, answers a verdict other than the three, or
-//! speaks another protocol version gives an [`InfraError`] (kind `spawn`, `crash`,
+//! speaks another protocol version (or writes a line over the limit) gives an [`InfraError`] (kind `spawn`, `crash`,
 //! `timeout`, `malformed`, `unknown_verdict` or `protocol`) carrying the last bytes of its
 //! stderr (a bounded tail). The failed process is killed, and the next request starts a
 //! fresh one: a broken plugin costs its own (trial, policy) pairs and nothing else. The
@@ -71,7 +91,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -84,6 +104,21 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 
 /// How much of a process's stderr is kept.
 pub const STDERR_TAIL_BYTES: usize = 4096;
+
+/// The longest line a plugin may write, once its long strings are cut (below): 1 MiB.
+/// Screenshots travel as file paths, so an honest line is a few KiB; a longer one (a
+/// process writing without a newline, say) is that process's `protocol` failure, and
+/// nothing past the limit is held in memory.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// The longest string value kept from a plugin's line: 64 KiB (as written, escapes
+/// included). A longer one is cut at read time, never buffered whole, and ends with
+/// `… [truncated: N bytes]` (N: the bytes cut).
+pub const MAX_STRING_BYTES: usize = 64 << 10;
+
+// A reply cut at read time must still be over the parse stage's limit, so it is refused
+// as the agent's own parse error rather than parsed from its first 64 KiB.
+const _: () = assert!(MAX_STRING_BYTES >= crate::engine::roundtrip::parse::MAX_REPLY_BYTES);
 
 /// The environment variables a plugin inherits; everything else is cleared.
 pub const PASSED_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
@@ -169,8 +204,7 @@ impl Process {
                 Ok(())
             });
         }
-        let mut child = cmd
-            .spawn()
+        let mut child = spawn_from_a_lasting_thread(cmd)
             .map_err(|e| err("spawn", format!("cannot start {:?}: {e}", spec.command)))?;
         let stdout = child.stdout.take().expect("piped stdout");
         let mut stderr_pipe = child.stderr.take().expect("piped stderr");
@@ -178,14 +212,15 @@ impl Process {
         std::thread::spawn(move || {
             let mut reader = BufReader::new(stdout);
             loop {
-                let mut line = String::new();
-                match reader.read_line(&mut line) {
-                    Ok(0) => break,
-                    Ok(_) => {
+                match read_bounded_line(&mut reader, MAX_LINE_BYTES, MAX_STRING_BYTES) {
+                    Ok(None) => break,
+                    Ok(Some(line)) => {
                         if tx.send(Ok(line)).is_err() {
                             break;
                         }
                     }
+                    // Too long, not UTF-8, or a read error: the process is failed, so
+                    // nothing more is read from it.
                     Err(e) => {
                         let _ = tx.send(Err(e));
                         break;
@@ -242,7 +277,10 @@ impl Process {
         match answer.get("id") {
             None => Ok(answer),
             Some(v) if v.as_u64() == Some(id) => Ok(answer),
-            Some(v) => Err(self.fail("protocol", format!("answered request {id} with id {v}"))),
+            Some(v) => {
+                let v = clip(&v.to_string());
+                Err(self.fail("protocol", format!("answered request {id} with id {v}")))
+            }
         }
     }
 
@@ -266,6 +304,9 @@ impl Process {
                 // Blank lines between answers are tolerated.
                 Ok(Ok(l)) if l.trim().is_empty() => continue,
                 Ok(Ok(l)) => break l,
+                Ok(Err(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    return Err(self.fail("protocol", e.to_string()))
+                }
                 Ok(Err(e)) => return Err(self.fail("crash", format!("reading its stdout: {e}"))),
                 Err(RecvTimeoutError::Timeout) => {
                     return Err(self.fail(
@@ -338,10 +379,198 @@ impl Process {
     }
 }
 
+/// Spawns `cmd` from one thread that lives as long as the harness.
+///
+/// `PR_SET_PDEATHSIG` fires when the *thread* that forked the child exits, not the
+/// harness. Requests run on tokio's blocking pool, whose threads exit after 10 s idle: a
+/// process started there was SIGKILLed while the harness executed its agent's
+/// `wait(10000)`, and the next request met a broken pipe. The spawner thread never exits,
+/// so the signal still comes only when the harness dies.
+fn spawn_from_a_lasting_thread(cmd: Command) -> std::io::Result<Child> {
+    type Spawn = (Command, SyncSender<std::io::Result<Child>>);
+    static SPAWNER: OnceLock<Sender<Spawn>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Spawn>();
+        std::thread::Builder::new()
+            .name("plugin-spawner".into())
+            .spawn(move || {
+                for (mut cmd, started) in rx {
+                    let _ = started.send(cmd.spawn());
+                }
+            })
+            .expect("starting the plugin spawner thread");
+        tx
+    });
+    let (started, child) = std::sync::mpsc::sync_channel(1);
+    spawner
+        .send((cmd, started))
+        .map_err(|_| std::io::Error::other("the plugin spawner thread is gone"))?;
+    child
+        .recv()
+        .map_err(|_| std::io::Error::other("the plugin spawner thread is gone"))?
+}
+
 impl Drop for Process {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Reads one line (without its newline) holding at most `max_line` bytes, cutting every
+/// JSON string value in it to about `max_string` bytes at read time (see
+/// [`MAX_STRING_BYTES`]), so a hostile process costs bounded memory whatever it writes.
+/// `None` at the end of the stream; an `InvalidData` error for a line over `max_line`
+/// bytes or one that is not UTF-8.
+fn read_bounded_line(
+    reader: &mut impl BufRead,
+    max_line: usize,
+    max_string: usize,
+) -> std::io::Result<Option<String>> {
+    let mut line = Vec::new();
+    let mut lexer = StringCutter::new(max_string);
+    let mut read_any = false;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            if !read_any {
+                return Ok(None);
+            }
+            break;
+        }
+        read_any = true;
+        let (used, ended) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        for &b in &chunk[..used - usize::from(ended)] {
+            lexer.push(b, &mut line);
+        }
+        reader.consume(used);
+        if line.len() > max_line {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("wrote a line over {max_line} bytes, the protocol's limit"),
+            ));
+        }
+        if ended {
+            break;
+        }
+    }
+    lexer.finish(&mut line);
+    String::from_utf8(line).map(Some).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "wrote a line that is not UTF-8",
+        )
+    })
+}
+
+/// Follows JSON strings byte by byte and drops what a string holds past its limit,
+/// cutting only between characters and escapes so the line stays valid JSON.
+struct StringCutter {
+    max_string: usize,
+    in_string: bool,
+    after_backslash: bool,
+    hex_left: u8,
+    kept: usize,
+    cut: usize,
+}
+
+impl StringCutter {
+    fn new(max_string: usize) -> StringCutter {
+        StringCutter {
+            max_string,
+            in_string: false,
+            after_backslash: false,
+            hex_left: 0,
+            kept: 0,
+            cut: 0,
+        }
+    }
+
+    fn push(&mut self, b: u8, line: &mut Vec<u8>) {
+        if !self.in_string {
+            if b == b'"' {
+                self.in_string = true;
+                self.kept = 0;
+                self.cut = 0;
+            }
+            line.push(b);
+            return;
+        }
+        let starts_a_character = !self.after_backslash && self.hex_left == 0 && (b & 0xC0) != 0x80;
+        if starts_a_character && b == b'"' {
+            self.finish(line);
+            line.push(b);
+            self.in_string = false;
+            return;
+        }
+        if self.after_backslash {
+            self.after_backslash = false;
+            if b == b'u' {
+                self.hex_left = 4;
+            }
+        } else if self.hex_left > 0 {
+            self.hex_left -= 1;
+        } else if b == b'\\' {
+            self.after_backslash = true;
+        }
+        if self.cut > 0 || (starts_a_character && self.kept >= self.max_string) {
+            self.cut += 1;
+        } else {
+            self.kept += 1;
+            line.push(b);
+        }
+    }
+
+    /// Closes a string that was cut with its marker.
+    fn finish(&mut self, line: &mut Vec<u8>) {
+        if self.cut > 0 {
+            line.extend_from_slice(marker(self.cut).as_bytes());
+            self.cut = 0;
+        }
+    }
+}
+
+/// What ends a text that was cut: `… [truncated: N bytes]`.
+fn marker(cut: usize) -> String {
+    format!("{TRUNCATED} {cut} bytes]")
+}
+
+const TRUNCATED: &str = "… [truncated:";
+
+/// A text without its trailing truncation marker, and the bytes that marker says were cut
+/// (0 when it has none).
+fn split_marker(text: &str) -> (&str, usize) {
+    text.rsplit_once(TRUNCATED)
+        .and_then(|(body, tail)| {
+            let n = tail.strip_prefix(' ')?.strip_suffix(" bytes]")?;
+            n.bytes().all(|b| b.is_ascii_digit()).then_some(())?;
+            Some((body, n.parse().ok()?))
+        })
+        .unwrap_or((text, 0))
+}
+
+/// How long a text was before any cut its marker records.
+pub fn original_len(text: &str) -> usize {
+    let (body, cut) = split_marker(text);
+    body.len() + cut
+}
+
+/// `text` cut to at most `max` bytes (at a character boundary) plus the marker
+/// `… [truncated: N bytes]`, N counting every byte cut, earlier cuts included; `text`
+/// itself when it is no longer than `max` before its marker.
+pub fn truncate(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    let (body, earlier) = split_marker(text);
+    if body.len() <= max {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = max;
+    while !body.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = body.len() - end + earlier;
+    std::borrow::Cow::Owned(format!("{}{}", &body[..end], marker(cut)))
 }
 
 fn clip(s: &str) -> String {
@@ -463,5 +692,107 @@ pub fn off_executor<R>(f: impl FnOnce() -> R) -> R {
             tokio::task::block_in_place(f)
         }
         _ => f(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(bytes: &[u8], max_line: usize, max_string: usize) -> Vec<std::io::Result<String>> {
+        // A tiny buffer, so strings and escapes straddle reads.
+        let mut reader = BufReader::with_capacity(3, bytes);
+        let mut lines = Vec::new();
+        loop {
+            match read_bounded_line(&mut reader, max_line, max_string) {
+                Ok(None) => return lines,
+                Ok(Some(l)) => lines.push(Ok(l)),
+                Err(e) => {
+                    lines.push(Err(e));
+                    return lines;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn long_strings_are_cut_at_read_time_and_the_line_stays_json() {
+        let long = format!("{}é\\\"\\u00e9tail", "A".repeat(7));
+        let text = format!("{{\"verdict\": \"fail\", \"message\": \"{long}\"}}\n{{\"id\": 2}}\n");
+        let lines = read_all(text.as_bytes(), 1000, 8);
+        let first: Value = serde_json::from_str(lines[0].as_ref().unwrap()).unwrap();
+        assert_eq!(first["verdict"], "fail");
+        // Cut between characters: 7 A's and the two-byte é make 9 bytes kept.
+        let cut = long.len() - 9;
+        assert_eq!(
+            first["message"],
+            format!("AAAAAAAé… [truncated: {cut} bytes]")
+        );
+        assert_eq!(lines[1].as_ref().unwrap(), "{\"id\": 2}");
+        assert_eq!(lines.len(), 2);
+        // An escape is never split: the cut comes before the backslash or after the escape.
+        let lines = read_all(b"[\"AAAAAAA\\u00e9BBBB\"]\n", 1000, 8);
+        let v: Value = serde_json::from_str(lines[0].as_ref().unwrap()).unwrap();
+        assert_eq!(v[0], "AAAAAAAé… [truncated: 4 bytes]");
+        // Short strings and a last line without a newline are kept as written.
+        let lines = read_all(b"{\"reply\": \"click(1, 2)\"}", 1000, 64);
+        assert_eq!(lines[0].as_ref().unwrap(), "{\"reply\": \"click(1, 2)\"}");
+    }
+
+    /// Regression (a process writing without a newline made the reader buffer all of it):
+    /// past the line limit the read stops with a protocol error.
+    #[test]
+    fn regression_a_line_over_the_limit_is_refused_without_buffering_it() {
+        let endless = vec![b'x'; 100_000];
+        let lines = read_all(&endless, 1000, 64);
+        let e = lines[0].as_ref().unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+        assert!(e.to_string().contains("over 1000 bytes"), "{e}");
+        // A long string does not count against the line: only what is kept does.
+        let long = format!("{{\"message\": \"{}\"}}\n", "y".repeat(100_000));
+        let lines = read_all(long.as_bytes(), 1000, 64);
+        assert!(lines[0].as_ref().unwrap().len() < 200);
+        let lines = read_all(b"\xff\xfe\n", 1000, 64);
+        assert!(lines[0].as_ref().unwrap_err().to_string().contains("UTF-8"));
+    }
+
+    #[test]
+    fn truncation_counts_every_cut_byte_and_keeps_short_texts() {
+        assert_eq!(truncate("short", 16), "short");
+        let once = truncate(&"é".repeat(10), 5).into_owned();
+        assert_eq!(once, "éé… [truncated: 16 bytes]");
+        assert_eq!(original_len(&once), 20);
+        let twice = truncate(&once, 2).into_owned();
+        assert_eq!(twice, "é… [truncated: 18 bytes]");
+        assert_eq!(truncate(&twice, 2), twice);
+        assert_eq!(original_len("plain"), 5);
+    }
+
+    /// Regression (an exec agent was SIGKILLed while the harness executed its
+    /// `wait(10000)`): `PR_SET_PDEATHSIG` fires when the thread that started a process
+    /// exits, and the blocking-pool thread that ran the first request exited after 10 s
+    /// idle. A process must outlive the thread that happened to start it.
+    #[test]
+    fn regression_a_process_outlives_the_thread_that_started_it() {
+        let echo = "import json, sys\nfor line in sys.stdin:\n    m = json.loads(line)\n    print(json.dumps({'protocol': 'faultline.agent', 'version': 1} if 'protocol' in m else {'id': m['id']}), flush=True)\n";
+        let pool = Arc::new(Pool::new(
+            PluginSpec {
+                name: "echo".into(),
+                command: vec!["python3".into(), "-c".into(), echo.into()],
+                timeout_ms: 20_000,
+            },
+            "faultline.agent",
+            json!({}),
+        ));
+        let first = pool.clone();
+        std::thread::spawn(move || first.with_process(|p| p.request(json!({"type": "act"}))))
+            .join()
+            .unwrap()
+            .unwrap();
+        // The starting thread is gone; a parent-death signal would have arrived by now.
+        std::thread::sleep(Duration::from_millis(300));
+        let answer = pool.with_process(|p| p.request(json!({"type": "act"})));
+        assert_eq!(answer.unwrap()["id"], 2);
+        assert_eq!(pool.started(), 1);
     }
 }

@@ -12,6 +12,11 @@ use std::sync::Arc;
 /// The protocol name of a verifier.
 pub const PROTOCOL: &str = "faultline.policy";
 
+/// The longest verifier message kept: 16 KiB. A longer one is cut to it, with the marker
+/// `… [truncated: N bytes]`, and the verdict stands: the message is stored with every
+/// verdict and shown to the agent at every step, so its size is the harness's to bound.
+pub const MAX_MESSAGE_BYTES: usize = 16 << 10;
+
 /// A verifier running as a plugin process.
 pub struct ExternalPolicy {
     pool: Arc<Pool>,
@@ -72,21 +77,40 @@ pub fn judgement_from(answer: &Value) -> Result<Judgement, (&'static str, String
         Some(Value::String(s)) => s.parse::<Verdict>().map_err(|e| {
             (
                 "unknown_verdict",
-                format!("{e} (expected success, no_change or fail)"),
+                format!(
+                    "{} (expected success, no_change or fail)",
+                    super::clip(&e.to_string())
+                ),
             )
         })?,
         Some(other) => {
             return Err((
                 "unknown_verdict",
-                format!("verdict is not a string: {other}"),
+                format!(
+                    "verdict is not a string: {}",
+                    super::clip(&other.to_string())
+                ),
             ));
         }
-        None => return Err(("malformed", format!("no `verdict` in {answer}"))),
+        None => {
+            return Err((
+                "malformed",
+                format!("no `verdict` in {}", super::clip(&answer.to_string())),
+            ))
+        }
     };
     let message = match answer.get("message") {
         None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => return Err(("malformed", format!("message is not a string: {other}"))),
+        Some(Value::String(s)) => super::truncate(s, MAX_MESSAGE_BYTES).into_owned(),
+        Some(other) => {
+            return Err((
+                "malformed",
+                format!(
+                    "message is not a string: {}",
+                    super::clip(&other.to_string())
+                ),
+            ))
+        }
     };
     Ok(Judgement::new(verdict, message))
 }

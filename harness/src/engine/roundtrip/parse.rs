@@ -19,6 +19,11 @@ pub const SPECIAL_TOKENS: &[&str] = &[
     "</s>",
 ];
 
+/// The longest reply the parse stage reads: 64 KiB, from any agent (a model's message,
+/// an exec agent's `reply`). A longer one is the agent's own parse error, never parsed
+/// and stored cut to this size (see [`crate::plugin::truncate`]).
+pub const MAX_REPLY_BYTES: usize = 64 << 10;
+
 /// The parse stage's error (the reply is recorded; the step ends there).
 #[derive(Debug, thiserror::Error)]
 #[error("parse error: {0}")]
@@ -31,6 +36,12 @@ pub fn parse_stage(
     format: ActionFormat,
     fault: Option<&FaultPlan>,
 ) -> Result<(Converted, Option<Witness>), ReplyError> {
+    if reply.len() > MAX_REPLY_BYTES {
+        return Err(ReplyError(format!(
+            "the reply is {} bytes, over the {MAX_REPLY_BYTES}-byte limit",
+            crate::plugin::original_len(reply)
+        )));
+    }
     let mut cleaned = reply.to_string();
     for token in SPECIAL_TOKENS {
         cleaned = cleaned.replace(token, "");
@@ -82,6 +93,32 @@ mod tests {
         );
         assert!(w.is_some());
         assert!(parse_stage("click(1)", ActionFormat::Faultline, None).is_err());
+    }
+
+    /// Regression (an agent's 1 MB `type` reply was parsed, executed and stored whole):
+    /// a reply over the limit, from any agent in any format, is a parse error that says
+    /// how long it was, counting what a read-time cut removed.
+    #[test]
+    fn regression_an_over_long_reply_is_a_parse_error() {
+        let limit = format!("type(\"{}\")", "A".repeat(MAX_REPLY_BYTES - 8));
+        assert_eq!(limit.len(), MAX_REPLY_BYTES);
+        assert!(parse_stage(&limit, ActionFormat::Faultline, None).is_ok());
+        let over = format!("type(\"{}\")", "A".repeat(MAX_REPLY_BYTES));
+        for format in [ActionFormat::Faultline, ActionFormat::OpenAi] {
+            let e = parse_stage(&over, format, None).unwrap_err();
+            assert_eq!(
+                e.0,
+                format!(
+                    "the reply is {} bytes, over the {MAX_REPLY_BYTES}-byte limit",
+                    MAX_REPLY_BYTES + 8
+                )
+            );
+        }
+        let cut = crate::plugin::truncate(&over, MAX_REPLY_BYTES);
+        let e = parse_stage(&cut, ActionFormat::Faultline, None).unwrap_err();
+        assert!(e
+            .0
+            .starts_with(&format!("the reply is {} bytes", MAX_REPLY_BYTES + 8)));
     }
 
     #[test]
