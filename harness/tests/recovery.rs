@@ -258,7 +258,17 @@ async fn model_episodes_end_as_they_should_and_replay_from_the_cassette_with_zer
     let second = tmp.path().join("second");
     let cfg = config(tmp.path(), &silent.base_url(), &cassette, "replay");
     let (code, stdout, stderr) = run(&cfg, &second, &key).await;
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    // The hung episode was never recorded: its replay misses the cassette, and a run
+    // that missed is not a finished one.
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("cassette:  missed 1 request(s) in replay mode"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("the agent's cassette missed 1 request(s) in replay mode"),
+        "{stderr}"
+    );
     assert_eq!(silent.requests(), 0, "replay made model calls");
     assert_eq!(
         std::fs::read_to_string(first.join("recovery.csv")).unwrap(),
