@@ -8,7 +8,7 @@
 use crate::config::{self, Overrides};
 use crate::error::usage;
 use crate::experiment::{self, Harness, RunRequest};
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use faultline_tasks::{DecisionSet, TaskKind};
 use std::io::Write as _;
@@ -595,6 +595,13 @@ async fn run(args: RunArgs) -> Result<()> {
             summary.infra_failures, summary.failed_items, summary.browser_restarts
         )?;
     }
+    let misses = summary.recovery.as_ref().map_or(0, |r| r.cassette_misses);
+    if misses > 0 {
+        writeln!(
+            stdout,
+            "cassette:  missed {misses} request(s) in replay mode; their episodes were not run"
+        )?;
+    }
     writeln!(
         stdout,
         "results:   {}",
@@ -602,6 +609,15 @@ async fn run(args: RunArgs) -> Result<()> {
     )?;
     writeln!(stdout, "report:    {}", summary.report.display())?;
     writeln!(stdout, "view:      {}", summary.view.display())?;
+    // A replay that missed its cassette did not measure what was recorded: not a
+    // finished run, whatever else went well.
+    if misses > 0 {
+        bail!(
+            "the agent's cassette missed {misses} request(s) in replay mode: those episodes were not run \
+             (agent_endpoint, listed in the report); record them with cassette mode record or auto, \
+             then run again with --resume"
+        );
+    }
     Ok(())
 }
 

@@ -385,7 +385,17 @@ async fn a_recorded_cassette_replays_identically_without_the_network() {
     );
 
     // A replay miss is an error, still without a request.
-    let err = reply(&player, 3).await.unwrap_err().message;
+    let err = reply(&player, 3).await.unwrap_err();
+    assert_eq!(
+        err.infra,
+        Some(faultline::engine::liveness::InfraKind::AgentEndpoint)
+    );
+    // What the run counts to report its misses and fail.
+    assert!(
+        faultline::agent::cassette::is_replay_miss(&err.message),
+        "{err}"
+    );
+    let err = err.message;
     assert!(err.contains("has no entry for this request"), "{err}");
     assert!(err.contains("cassette.jsonl"), "{err}");
     assert_eq!(forbidden.requests(), 0);

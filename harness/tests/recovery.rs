@@ -2,7 +2,8 @@
 //! the chat-completions API, on the real fixture sites in a real Chromium, through the
 //! `faultline` binary (so its logs can be checked for the key): normal replies, a
 //! malformed reply, a 429 then success, a timeout, the budget, a persistent executor
-//! fault, a recoverable feedback fault, and a replay from the cassette with zero calls.
+//! fault, a recoverable feedback fault, and a replay from the cassette with zero calls,
+//! in the run directory it was recorded in and in another one.
 
 #[path = "support/chat_mock.rs"]
 mod chat_mock;
@@ -258,7 +259,17 @@ async fn model_episodes_end_as_they_should_and_replay_from_the_cassette_with_zer
     let second = tmp.path().join("second");
     let cfg = config(tmp.path(), &silent.base_url(), &cassette, "replay");
     let (code, stdout, stderr) = run(&cfg, &second, &key).await;
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    // The hung episode was never recorded: its replay misses the cassette, and a run
+    // that missed is not a finished one.
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("cassette:  missed 1 request(s) in replay mode"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("the agent's cassette missed 1 request(s) in replay mode"),
+        "{stderr}"
+    );
     assert_eq!(silent.requests(), 0, "replay made model calls");
     assert_eq!(
         std::fs::read_to_string(first.join("recovery.csv")).unwrap(),
@@ -271,4 +282,146 @@ async fn model_episodes_end_as_they_should_and_replay_from_the_cassette_with_zer
         .unwrap()
         .iter()
         .all(|e| e.model_calls == 0));
+}
+
+/// The episodes of a run: key -> (stop reason, success, browser actions, steps, model calls).
+fn outcomes(run: &Path) -> BTreeMap<String, (String, bool, u32, usize, u32)> {
+    let db = ResultsDb::open_read_only(&run.join("results.sqlite")).unwrap();
+    db.episodes()
+        .unwrap()
+        .into_iter()
+        .map(|e| {
+            let steps = db.episode_steps(&e.episode_key).unwrap().len();
+            (
+                e.episode_key.clone(),
+                (
+                    e.stop_reason.name().to_string(),
+                    e.success,
+                    e.browser_actions,
+                    steps,
+                    e.model_calls,
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Regression: the `generic` policy told the agent "The page navigated to
+/// http://127.0.0.1:<port>/s/<scope>/search/results…", so a cassette recorded in one run
+/// missed in any other (another port, other scopes), and the replay exited 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cassette_recorded_in_one_run_directory_replays_in_another_with_zero_calls() {
+    // One free action, so the policy's message on the search is in the history too;
+    // then stop.
+    let mock = ChatMock::start(|body, _| {
+        let text = serde_json::to_string(body).unwrap();
+        if text.contains("Step: 1\\n") {
+            MockResponse::reply("wait(50)")
+        } else {
+            MockResponse::reply("stop()")
+        }
+    })
+    .await
+    .unwrap();
+    let config = |dir: &Path, base_url: &str, mode: &str, cassette: Option<&Path>| {
+        let path = dir.join(format!("portable-{mode}.toml"));
+        let cassette = cassette.map_or(String::new(), |c| format!("path = \"{}\"\n", c.display()));
+        let text = format!(
+            r#"seed = 1
+layouts = 1
+tasks = ["search", "grid"]
+policies = ["generic"]
+faults = ["parse.token_leak"]
+[recovery]
+enabled = true
+layouts = 1
+faults = ["parse.token_leak", "semantic.injected_instruction"]
+policies = ["generic", "outcome"]
+runs = 1
+agent = "openai"
+budget = 3
+max_steps = 6
+[openai]
+base_url = "{base_url}"
+model = "mock-vision"
+timeout_ms = 5000
+max_retries = 1
+retry_base_ms = 50
+[cassette]
+{cassette}mode = "{mode}"
+"#
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let key = format!("sk-test-{:016x}", rand::random::<u64>());
+    // Recorded into the first run's own directory (the default cassette path).
+    let first = tmp.path().join("first");
+    let cfg = config(tmp.path(), &mock.base_url(), "record", None);
+    let (code, stdout, stderr) = run(&cfg, &first, &key).await;
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let recorded = outcomes(&first);
+    assert!(
+        recorded
+            .keys()
+            .any(|k| k.starts_with("recovery/search/parse.token_leak/generic/")),
+        "{recorded:?}"
+    );
+    assert!(recorded.values().all(|o| o.4 > 0), "{recorded:?}");
+
+    // Replayed by a run in another directory: another fixture server port, other scopes.
+    let silent = ChatMock::start(|_, _| MockResponse::status(500, "must not be called"))
+        .await
+        .unwrap();
+    let second = tmp.path().join("elsewhere").join("second");
+    let cassette = first.join("cassette.jsonl");
+    let cfg = config(tmp.path(), &silent.base_url(), "replay", Some(&cassette));
+    let (code, stdout, stderr) = run(&cfg, &second, &key).await;
+    assert_eq!(silent.requests(), 0, "replay made model calls");
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let replayed = outcomes(&second);
+    let without_calls = |o: &BTreeMap<String, (String, bool, u32, usize, u32)>| {
+        o.iter()
+            .map(|(k, v)| (k.clone(), (v.0.clone(), v.1, v.2, v.3)))
+            .collect::<BTreeMap<_, _>>()
+    };
+    assert_eq!(
+        without_calls(&recorded),
+        without_calls(&replayed),
+        "the replay gives the same episodes"
+    );
+    assert!(replayed.values().all(|o| o.4 == 0), "{replayed:?}");
+    assert_eq!(
+        std::fs::read_to_string(first.join("recovery.csv")).unwrap(),
+        std::fs::read_to_string(second.join("recovery.csv")).unwrap(),
+    );
+
+    // The prompt never named the run; the agent was told (and the run stored) the path.
+    let bodies = mock.bodies();
+    assert!(!bodies.is_empty());
+    for body in bodies {
+        // The text parts (the screenshot's base64 may hold any characters).
+        let user = body["messages"][1]["content"][0]["text"].as_str().unwrap();
+        let system = body["messages"][0]["content"].as_str().unwrap();
+        for text in [user, system] {
+            assert!(
+                !text.contains("127.0.0.1") && !text.contains("/s/"),
+                "{text}"
+            );
+        }
+    }
+    let db = ResultsDb::open_read_only(&second.join("results.sqlite")).unwrap();
+    let (search, _) = replayed
+        .iter()
+        .find(|(k, _)| k.starts_with("recovery/search/parse.token_leak/generic/"))
+        .unwrap();
+    let message = db.episode_steps(search).unwrap()[0]
+        .policy_message
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        message.starts_with("The page navigated to /search/results?q="),
+        "{message}"
+    );
 }

@@ -13,8 +13,18 @@
 //! the text part of the request (instruction, step, budget, feedback, history and the
 //! page's visible text) already pins what the step was about.
 //!
+//! That text never names the run (the agent is told paths, not the fixture server's
+//! port or the session's scope: [`super::portable`]); the canonical request strips
+//! them anyway ([`scrub_run_specifics`]), so a leak, or a cassette recorded before
+//! they were kept out of prompts, still replays in another run directory. Entries are
+//! looked up by the key of their request so scrubbed.
+//!
+//! A miss in `replay` mode is an `agent_endpoint` failure whose reason contains
+//! [`REPLAY_MISS`]: the run counts them and fails ([`is_replay_miss`]).
+//!
 //! Only request *bodies* are stored: never the API key or any header.
 
+use super::portable::scrub_run_specifics;
 use faultline_tasks::Size;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -129,7 +139,11 @@ impl Cassette {
                             entry.key
                         ));
                     }
-                    responses.entry(entry.key).or_insert(entry.response);
+                    // Indexed by what a lookup hashes now: an entry whose request
+                    // still names its run (recorded before prompts were kept free
+                    // of it) answers the same step of any other run.
+                    let portable = request_key(&portable_request(&entry.request));
+                    responses.entry(portable).or_insert(entry.response);
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && mode.calls_on_miss() => {}
@@ -243,26 +257,43 @@ pub fn image_placeholder(mime: &str, size: Size) -> String {
     format!("<{mime} {}x{}>", size.width, size.height)
 }
 
+/// The words every replay miss's error message carries.
+pub const REPLAY_MISS: &str = "cassette replay miss";
+
+/// Whether an `agent_endpoint` failure's reason is a cassette miss in `replay` mode.
+pub fn is_replay_miss(reason: &str) -> bool {
+    reason.contains(REPLAY_MISS)
+}
+
 /// `body` with every image data URL (`data:image/...`) replaced by
-/// [`image_placeholder`] at `image` size.
+/// [`image_placeholder`] at `image` size, and every other string without what names
+/// the run ([`scrub_run_specifics`]).
 pub fn canonical_request(body: &Value, image: Size) -> Value {
-    match body {
-        Value::String(s) => match s.strip_prefix("data:") {
-            Some(rest) if rest.starts_with("image/") => {
-                let mime = rest.split([';', ',']).next().unwrap_or("image");
-                Value::String(image_placeholder(mime, image))
-            }
-            _ => body.clone(),
-        },
-        Value::Array(items) => {
-            Value::Array(items.iter().map(|v| canonical_request(v, image)).collect())
+    map_strings(body, &|s| match s.strip_prefix("data:") {
+        Some(rest) if rest.starts_with("image/") => {
+            let mime = rest.split([';', ',']).next().unwrap_or("image");
+            image_placeholder(mime, image)
         }
+        _ => scrub_run_specifics(s),
+    })
+}
+
+/// A stored (already canonical) request with every string scrubbed of what names the
+/// run: the same for a request recorded before prompts were kept free of it.
+pub fn portable_request(request: &Value) -> Value {
+    map_strings(request, &|s| scrub_run_specifics(s))
+}
+
+fn map_strings(value: &Value, f: &dyn Fn(&str) -> String) -> Value {
+    match value {
+        Value::String(s) => Value::String(f(s)),
+        Value::Array(items) => Value::Array(items.iter().map(|v| map_strings(v, f)).collect()),
         Value::Object(map) => Value::Object(
             map.iter()
-                .map(|(k, v)| (k.clone(), canonical_request(v, image)))
+                .map(|(k, v)| (k.clone(), map_strings(v, f)))
                 .collect(),
         ),
-        _ => body.clone(),
+        _ => value.clone(),
     }
 }
 
@@ -354,6 +385,55 @@ mod tests {
     fn non_image_strings_are_untouched() {
         let v = json!({"a": "data:text/plain,hi", "b": "<image/png 1x1>"});
         assert_eq!(canonical_request(&v, SIZE), v);
+    }
+
+    fn prompt(text: &str) -> Value {
+        json!({"model": "m", "messages": [{"role": "user", "content": [
+            {"type": "text", "text": text},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+        ]}]})
+    }
+
+    #[test]
+    fn the_key_does_not_depend_on_the_runs_port_scope_or_temp_paths() {
+        let key = |text: &str| request_key(&canonical_request(&prompt(text), SIZE));
+        let run = |port: u16, scope: &str, tmp: &str| {
+            key(&format!(
+                "Verifier (generic): success - The page navigated to http://127.0.0.1:{port}/s/{scope}/search/results?q=Record-10.\nsee {}/{tmp}/after.png",
+                std::env::temp_dir().display()
+            ))
+        };
+        assert_eq!(
+            run(40123, "0f3a9c2b7d1e4a55", ".tmpA1"),
+            run(51999, "77aa00bb11cc22dd", ".tmpZ9")
+        );
+        assert_eq!(
+            run(40123, "0f3a9c2b7d1e4a55", ".tmpA1"),
+            key(
+                "Verifier (generic): success - The page navigated to /search/results?q=Record-10.\nsee <temp>"
+            )
+        );
+        // What the page says still counts.
+        assert_ne!(key("q=Record-10"), key("q=Record-11"));
+    }
+
+    #[test]
+    fn regression_an_entry_recorded_with_a_port_in_its_prompt_replays_in_another_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        // As recorded before prompts were made portable: the raw text in the request.
+        let old = prompt("navigated to http://127.0.0.1:40123/s/0f3a9c2b7d1e4a55/search/results");
+        let old = map_strings(&old, &|s| {
+            if s.starts_with("data:") {
+                "<image/png 800x600>".to_string()
+            } else {
+                s.to_string()
+            }
+        });
+        std::fs::write(&path, format!("{}\n", entry_line(&old, &json!("stop()")))).unwrap();
+        let c = Cassette::open(&path, CassetteMode::Replay).unwrap();
+        let now = canonical_request(&prompt("navigated to /search/results"), SIZE);
+        assert_eq!(c.get(&request_key(&now)), Some(json!("stop()")));
     }
 
     #[test]

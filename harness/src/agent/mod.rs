@@ -9,7 +9,10 @@
 //! decision, so parse faults apply to it too.
 //!
 //! The view is all an agent gets: no agent can reach the ledger, the layout or the page
-//! beyond the observation (the types here hold none of them).
+//! beyond the observation (the types here hold none of them). Nor does it learn where
+//! the run serves its pages: every view goes to its agent through [`portable::ask`],
+//! which writes the session's URLs as paths from the task's start, so the same step is
+//! the same prompt in any run.
 //!
 //! Built-in agents, rebuilt by name from a stored config through the [`registry`]:
 //!
@@ -27,6 +30,7 @@
 pub mod cassette;
 pub mod observant;
 pub mod openai;
+pub mod portable;
 pub mod registry;
 pub mod replay;
 pub mod trusting;

@@ -10,7 +10,7 @@
 //! `OPENAI_API_KEY`) and may be absent for local servers. It is never stored in the
 //! config, a cassette, a log line, an error message or `Debug` output.
 
-use super::cassette::{canonical_request, request_key, Cassette};
+use super::cassette::{canonical_request, request_key, Cassette, REPLAY_MISS};
 use super::{Agent, AgentError, AgentReply, AgentView, HistoryEntry, TokenUsage};
 use base64::Engine as _;
 use futures::future::BoxFuture;
@@ -298,7 +298,7 @@ impl OpenAiAgent {
             // No recorded answer and no call allowed: there is no working endpoint for
             // this request (the recording may have failed on it), not an agent failure.
             return Err(AgentError::unreachable(format!(
-                "openai: cassette {} (mode {}) has no entry for this request (key {key}, model {:?}, step {}); \
+                "openai: {REPLAY_MISS}: cassette {} (mode {}) has no entry for this request (key {key}, model {:?}, step {}); \
                  record it first with cassette mode record or auto",
                 self.cassette.describe(),
                 self.cassette.mode().name(),

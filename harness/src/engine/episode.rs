@@ -22,6 +22,7 @@
 //! step, and whether the outcome held at that point) through the [`Session`], never by
 //! the agent or the policy: they get [`AgentView`] and [`Evidence`] values only.
 
+use crate::agent::portable::ask;
 use crate::agent::{Agent, AgentView, HistoryEntry, PolicyFeedback, TokenUsage};
 use crate::engine::cost::{Span, Stage, StageCosts};
 use crate::engine::liveness::InfraFailure;
@@ -251,6 +252,7 @@ async fn drive(
     let mut reply_usage: Option<TokenUsage> = None;
     let mut error = None;
     let mut infra_error = None;
+    let site = session.site();
 
     let stop_reason = 'episode: loop {
         if Instant::now() >= deadline {
@@ -339,6 +341,7 @@ async fn drive(
         }
         let judging = Span::start(Stage::Policies);
         let judged = crate::plugin::policy::judge_one(
+            &site,
             spec.policy,
             &Evidence {
                 instruction,
@@ -417,7 +420,7 @@ async fn drive(
         };
         let left = deadline.saturating_duration_since(Instant::now());
         let thinking = Span::start(Stage::Agent);
-        let replied = tokio::time::timeout(left, spec.agent.reply(view)).await;
+        let replied = tokio::time::timeout(left, ask(spec.agent, view, &site)).await;
         thinking.end(session.costs());
         let Ok(replied) = replied else {
             break 'episode StopReason::TimeLimit;

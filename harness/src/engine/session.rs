@@ -13,6 +13,7 @@
 //! page closed. Trials, episodes and both recorders used to write that cleanup by hand,
 //! each a little differently; now none of them can forget it.
 
+use crate::agent::portable::SiteAddress;
 use crate::engine::cost::{Span, Stage, StageCosts};
 use crate::engine::roundtrip::RoundTrip;
 use crate::engine::Engine;
@@ -89,6 +90,12 @@ impl<'e> Session<'e> {
             .await?;
         loading.end(&mut rt.page.costs);
         Ok(session)
+    }
+
+    /// Where this session's pages are served from, to keep it out of what an agent is
+    /// told (see [`crate::agent::portable`]).
+    pub fn site(&self) -> SiteAddress {
+        SiteAddress::new(&self.engine.server.base_url(), self.scope.as_str())
     }
 
     /// The round trip over this session's page.

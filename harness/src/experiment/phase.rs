@@ -37,6 +37,9 @@ pub struct PhaseSummary {
     pub infra_failures: usize,
     /// Items that failed every attempt: listed, not stored; `--resume` tries them again.
     pub failed: usize,
+    /// Of the infrastructure failures, the agent's cassette misses in `replay` mode (no
+    /// recorded answer, no call allowed): the run is incomplete until they are recorded.
+    pub cassette_misses: usize,
     /// When the phase started, in Unix seconds.
     pub started_at: f64,
     /// CPU and memory the phase used (faultline and Chromium).
@@ -292,6 +295,7 @@ where
         wall,
         infra_failures: 0,
         failed: 0,
+        cassette_misses: 0,
         started_at,
         cost: meter.finish(),
         jobs,

@@ -240,8 +240,7 @@ pub async fn record_with_agent(
                 &["record", task.name(), &index.to_string()],
             ),
         };
-        agent
-            .reply(view)
+        crate::agent::portable::ask(agent, view, &session.site())
             .await
             .map_err(|e| anyhow!("{task} layout {index}: {e}"))
     }

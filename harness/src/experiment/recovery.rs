@@ -4,9 +4,11 @@
 use super::phase::{long_items_early, pending, run_phase, PhaseSummary};
 use super::retry::{with_retries, Attempted};
 use super::RunRequest;
+use crate::agent::cassette::is_replay_miss;
 use crate::agent::Agent;
 use crate::engine::cost::{Span, Stage};
 use crate::engine::episode::{run_episode, EpisodeResult, EpisodeSpec};
+use crate::engine::liveness::InfraKind;
 use crate::engine::Engine;
 use crate::experiment::jobs::Phase;
 use anyhow::{anyhow, Context, Result};
@@ -104,7 +106,7 @@ pub async fn run(
     let todo = long_items_early(todo, |t| t.fault.waits_out_a_deadline());
     let limits = rc.limits;
     let retries = env.liveness.retries;
-    let (mut infra_failures, mut failed) = (0, 0);
+    let (mut infra_failures, mut failed, mut cassette_misses) = (0, 0, 0);
     let mut summary = run_phase(
         req.progress,
         "recovery ",
@@ -135,11 +137,13 @@ pub async fn run(
         |(task, agent_name, result)| match result {
             Attempted::Done(mut r, failures, retried) => {
                 infra_failures += failures.len();
+                cassette_misses += replay_misses(&failures);
                 r.costs.merge(&retried);
                 store_episode(db, shots, &task, &agent_name, r, failures)
             }
             Attempted::Failed(failures) => {
                 infra_failures += failures.len();
+                cassette_misses += replay_misses(&failures);
                 failed += 1;
                 db.insert_infra_errors(&failures)
                     .with_context(|| format!("writing {}", db.path().display()))
@@ -149,11 +153,20 @@ pub async fn run(
     .await?;
     summary.infra_failures = infra_failures;
     summary.failed = failed;
+    summary.cassette_misses = cassette_misses;
     if summary.run > 0 {
         db.insert_phase_cost(&summary.cost_row("recovery", config.isolation.as_str()))
             .with_context(|| format!("writing {}", db.path().display()))?;
     }
     Ok(summary)
+}
+
+/// How many of `failures` are the agent's cassette misses in `replay` mode.
+fn replay_misses(failures: &[InfraErrorRow]) -> usize {
+    failures
+        .iter()
+        .filter(|f| f.kind == InfraKind::AgentEndpoint.name() && is_replay_miss(&f.reason))
+        .count()
 }
 
 /// Stores a finished episode: its screenshots, its row and its steps.

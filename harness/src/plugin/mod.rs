@@ -17,7 +17,9 @@
 //!    with their image points and the viewport points they map to, the tool's message,
 //!    the URLs before and after, both screenshots as paths to PNG files at image size, the
 //!    visible text, and every frame's DOM snapshot. The answer is
-//!    `{"id": 7, "verdict": "success" | "no_change" | "fail", "message": "..."}`.
+//!    `{"id": 7, "verdict": "success" | "no_change" | "fail", "message": "..."}`; the
+//!    message is stored and told with the run's own URLs written as paths and temporary
+//!    paths hidden ([`crate::agent::portable`]), like every policy's.
 //!    For an agent, one per turn: `{"type": "act", "id": 3, "view": {...}}` with the
 //!    agent's view ([`agent::view_json`]), answered by
 //!    `{"id": 3, "reply": "click(120, 44)", "format": "faultline"}`.
