@@ -27,14 +27,14 @@ use crate::agent::{Agent, AgentView, HistoryEntry, PolicyFeedback, TokenUsage};
 use crate::engine::cost::{Span, Stage, StageCosts};
 use crate::engine::liveness::InfraFailure;
 use crate::engine::roundtrip::parse::MAX_REPLY_BYTES;
-use crate::engine::roundtrip::parse_stage;
+use crate::engine::roundtrip::{ReplyError, RoundTrip};
 use crate::engine::session::Session;
 use crate::engine::Engine;
 use anyhow::{Context, Result};
 use faultline_faults::{FaultPlan, Witness};
 use faultline_policies::{Evidence, Observation, PageState, Verdict, VerificationPolicy};
 use faultline_sites::{LedgerEvent, Truth};
-use faultline_tasks::{Action, ActionFormat, Decision, Instruction};
+use faultline_tasks::{Action, ActionFormat, CoordinateSpace, Decision, Instruction};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -166,7 +166,7 @@ pub async fn run_episode(engine: &Engine, spec: &EpisodeSpec<'_>) -> Result<Epis
         .await
         .context("observing before the recorded decision")?;
     let deadline = started + std::time::Duration::from_millis(spec.limits.time_limit_ms);
-    let transcript = drive(
+    let (transcript, stop_reason) = drive(
         &mut session,
         spec,
         &layout.instruction(),
@@ -182,9 +182,9 @@ pub async fn run_episode(engine: &Engine, spec: &EpisodeSpec<'_>) -> Result<Epis
         fired: transcript.steps.iter().any(|s| s.witness.is_some())
             || finished.site_witness.is_some(),
         steps: transcript.steps,
-        stop_reason: transcript.stop_reason,
+        stop_reason,
         error: transcript.error,
-        browser_actions: transcript.browser_actions,
+        browser_actions: transcript.spent,
         site_witness: finished.site_witness,
         truth: finished.truth,
         ledger: finished.ledger,
@@ -198,18 +198,193 @@ pub async fn run_episode(engine: &Engine, spec: &EpisodeSpec<'_>) -> Result<Epis
     })
 }
 
-/// What driving an episode produced, before the session is finished and scored.
+/// What driving an episode produced, before the session is finished and scored: the
+/// transcript receives one event per step (a step refused, answered, acted on and
+/// judged) and per agent turn, and keeps the history the agent is shown.
 struct Transcript {
     steps: Vec<EpisodeStep>,
-    stop_reason: StopReason,
-    error: Option<String>,
+    /// What the agent is shown of the steps so far.
+    history: Vec<HistoryEntry>,
     /// Browser actions the agent took after the recorded decision.
-    browser_actions: u32,
+    spent: u32,
     /// The first judged step's verdict, and whether it matched the ledger's truth.
     first: Option<(Verdict, bool)>,
     model_calls: u32,
     usage: Option<TokenUsage>,
+    /// The parse or agent error that ended the episode.
+    error: Option<String>,
     infra_error: Option<faultline_policies::InfraError>,
+}
+
+/// The page as the agent last saw it: the observation, its page state and the policy's
+/// feedback on the step that produced it.
+struct Seen {
+    observation: Observation,
+    state: PageState,
+    feedback: Option<PolicyFeedback>,
+}
+
+/// The next reply to run: the recorded decision's at step 0, then each agent's.
+struct Reply {
+    text: String,
+    format: ActionFormat,
+    /// The recorded decision's coordinate space; an agent's reply is in its format's.
+    space: Option<CoordinateSpace>,
+    /// The self-report fault's witness, when it rewrote the recorded decision.
+    witness: Option<Witness>,
+    usage: Option<TokenUsage>,
+}
+
+impl Reply {
+    /// The recorded decision, as a self-report fault may have rewritten it (in
+    /// faultline's grammar; a reply in another format is left alone).
+    fn recorded(spec: &EpisodeSpec<'_>) -> Reply {
+        let (text, witness) = match spec.decision.format {
+            ActionFormat::Faultline => spec.fault.on_decision(&spec.decision.reply),
+            _ => (spec.decision.reply.clone(), None),
+        };
+        Reply {
+            text,
+            format: spec.decision.format,
+            space: Some(spec.decision.space),
+            witness,
+            usage: None,
+        }
+    }
+}
+
+/// What the episode does with a parsed reply, decided before anything reaches the page.
+enum Admission {
+    /// The reply did not parse: the step ends the episode as the agent's parse error.
+    Unparsed(ReplyError),
+    /// The reply would spend more browser actions than are left.
+    OverBudget { browser: u32, left: u32 },
+    /// An agent's reply that only answers or stops: nothing for the browser to do.
+    Terminal { answer: Option<String> },
+    /// Actions for the browser.
+    Act {
+        space: CoordinateSpace,
+        witness: Option<Witness>,
+    },
+}
+
+/// A step admitted to the browser: its record so far, its actions, the space their
+/// points are in and the parse stage's witness.
+struct Admitted {
+    record: EpisodeStep,
+    actions: Vec<Action>,
+    space: CoordinateSpace,
+    witness: Option<Witness>,
+}
+
+/// How an agent's turn ended.
+enum Turn {
+    /// A reply to run next.
+    Replied(Reply),
+    /// The episode ends here.
+    Ended(StopReason),
+}
+
+impl Transcript {
+    fn new() -> Transcript {
+        Transcript {
+            steps: Vec::new(),
+            history: Vec::new(),
+            spent: 0,
+            first: None,
+            model_calls: 0,
+            usage: None,
+            error: None,
+            infra_error: None,
+        }
+    }
+
+    /// A new step's record for `reply`, before anything is known about it.
+    fn begin(&self, reply: &mut Reply) -> EpisodeStep {
+        EpisodeStep {
+            step: self.steps.len() as u32,
+            from_decision: self.steps.is_empty(),
+            // An over-long reply is refused by the parse stage and stored cut.
+            reply: crate::plugin::truncate(&reply.text, MAX_REPLY_BYTES).into_owned(),
+            parse_error: None,
+            actions: Vec::new(),
+            executed_json: "[]".into(),
+            browser_actions: 0,
+            tool_message: String::new(),
+            feedback: None,
+            observation: None,
+            witness: None,
+            truth: Truth {
+                achieved: false,
+                detail: String::new(),
+            },
+            ledger_events: Vec::new(),
+            usage: reply.usage.take(),
+        }
+    }
+
+    /// Parses `reply` (the armed fault acts on every reply) and decides what the step
+    /// does: refuse it, end on its answer, or act. The record gets the parsed actions.
+    fn admit(
+        &self,
+        rt: &RoundTrip,
+        reply: &mut Reply,
+        budget: u32,
+        record: &mut EpisodeStep,
+    ) -> (Vec<Action>, Admission) {
+        let (converted, parse_witness) = match rt.parse(&reply.text, reply.format) {
+            Ok(parsed) => parsed,
+            Err(e) => return (Vec::new(), Admission::Unparsed(e)),
+        };
+        let space = reply.space.take().unwrap_or(converted.space);
+        let witness = reply.witness.take().or(parse_witness);
+        let actions = converted.actions;
+        let browser = actions.iter().filter(|a| a.is_browser_action()).count() as u32;
+        record.actions = actions.clone();
+        record.browser_actions = browser;
+        if record.from_decision {
+            return (actions, Admission::Act { space, witness });
+        }
+        if self.spent + browser > budget {
+            let left = budget - self.spent;
+            return (actions, Admission::OverBudget { browser, left });
+        }
+        let terminal = actions
+            .iter()
+            .all(|a| matches!(a, Action::Answer { .. } | Action::Stop));
+        if terminal {
+            record.witness = witness;
+            let answer = actions.iter().rev().find_map(|a| match a {
+                Action::Answer { value } => Some(value.clone()),
+                _ => None,
+            });
+            return (actions, Admission::Terminal { answer });
+        }
+        (actions, Admission::Act { space, witness })
+    }
+
+    /// Ends a step that did not reach the browser: the ledger is checkpointed (with the
+    /// answer, if any) and the step joins the transcript.
+    async fn close(
+        &mut self,
+        session: &mut Session<'_>,
+        mut record: EpisodeStep,
+        answer: Option<&str>,
+    ) -> Result<()> {
+        (record.truth, record.ledger_events) = checkpoint(session, answer).await?;
+        self.steps.push(record);
+        Ok(())
+    }
+
+    /// Counts an agent's reply: its model calls and token usage.
+    fn replied(&mut self, calls: u32, usage: Option<TokenUsage>) {
+        self.model_calls += calls;
+        if let Some(u) = usage {
+            let t = self.usage.get_or_insert_with(TokenUsage::default);
+            t.prompt_tokens += u.prompt_tokens;
+            t.completion_tokens += u.completion_tokens;
+        }
+    }
 }
 
 /// Flushes the page's ledger requests, notes what the harness witnessed, and judges the
@@ -230,236 +405,209 @@ async fn drive(
     before: Observation,
     before_state: PageState,
     deadline: Instant,
-) -> Result<Transcript> {
-    let mut observation = before;
-    let mut state = before_state;
-    let mut steps: Vec<EpisodeStep> = Vec::new();
-    let mut history: Vec<HistoryEntry> = Vec::new();
-    let mut spent = 0u32;
-    let mut model_calls = 0u32;
-    let mut usage_total: Option<TokenUsage> = None;
-    let mut first: Option<(Verdict, bool)> = None;
-    // A self-report fault rewrites what the recorded agent replied (in faultline's
-    // grammar; a reply in another format is left alone).
-    let (mut reply, mut decision_witness) = if spec.decision.format == ActionFormat::Faultline {
-        spec.fault.on_decision(&spec.decision.reply)
-    } else {
-        (spec.decision.reply.clone(), None)
+) -> Result<(Transcript, StopReason)> {
+    let mut t = Transcript::new();
+    let mut seen = Seen {
+        observation: before,
+        state: before_state,
+        feedback: None,
     };
-    // The recorded decision's format and space; each agent reply brings its own format.
-    let mut reply_format = spec.decision.format;
-    let mut reply_space = Some(spec.decision.space);
-    let mut reply_usage: Option<TokenUsage> = None;
-    let mut error = None;
-    let mut infra_error = None;
-    let site = session.site();
-
-    let stop_reason = 'episode: loop {
+    let mut reply = Reply::recorded(spec);
+    let stop_reason = loop {
         if Instant::now() >= deadline {
-            break 'episode StopReason::TimeLimit;
+            break StopReason::TimeLimit;
         }
-        let n = steps.len() as u32;
-        let from_decision = n == 0;
-        let mut record = EpisodeStep {
-            step: n,
-            from_decision,
-            // An over-long reply is refused by the parse stage and stored cut.
-            reply: crate::plugin::truncate(&reply, MAX_REPLY_BYTES).into_owned(),
-            parse_error: None,
-            actions: Vec::new(),
-            executed_json: "[]".into(),
-            browser_actions: 0,
-            tool_message: String::new(),
-            feedback: None,
-            observation: None,
-            witness: None,
-            truth: Truth {
-                achieved: false,
-                detail: String::new(),
-            },
-            ledger_events: Vec::new(),
-            usage: reply_usage.take(),
-        };
-
-        // --- parse stage (the fault is armed: a parse fault acts on every reply) ---
-        let (actions, space, parse_witness) =
-            match parse_stage(&reply, reply_format, Some(&spec.fault)) {
-                Ok((c, w)) => (
-                    c.actions,
-                    reply_space.take().unwrap_or(c.space),
-                    decision_witness.take().or(w),
-                ),
-                Err(e) => {
-                    record.parse_error = Some(e.0.clone());
-                    record.tool_message = e.to_string();
-                    (record.truth, record.ledger_events) = checkpoint(session, None).await?;
-                    steps.push(record);
-                    error = Some(e.to_string());
-                    break 'episode StopReason::ParseError;
-                }
-            };
-        let browser = actions.iter().filter(|a| a.is_browser_action()).count() as u32;
-        record.actions = actions.clone();
-        record.browser_actions = browser;
-        if !from_decision && spent + browser > spec.limits.budget {
-            record.tool_message = format!(
-                "Refused: the reply needs {browser} browser action(s) and {} remain.",
-                spec.limits.budget - spent
-            );
-            (record.truth, record.ledger_events) = checkpoint(session, None).await?;
-            steps.push(record);
-            break 'episode StopReason::OverBudget;
-        }
-        let terminal = actions
-            .iter()
-            .all(|a| matches!(a, Action::Answer { .. } | Action::Stop));
-        if terminal && !from_decision {
-            // Nothing for the browser to do: record the answer against the newest
-            // observation and end.
-            let answer = actions.iter().rev().find_map(|a| match a {
-                Action::Answer { value } => Some(value.clone()),
-                _ => None,
-            });
-            record.tool_message = match &answer {
-                Some(v) => format!("Answered {v:?}."),
-                None => "Stopped.".into(),
-            };
-            record.witness = parse_witness;
-            (record.truth, record.ledger_events) = checkpoint(session, answer.as_deref()).await?;
-            steps.push(record);
-            break 'episode if answer.is_some() {
-                StopReason::Answered
-            } else {
-                StopReason::Stopped
-            };
-        }
-
-        // --- execute, feedback, observe ---
-        let outcome = session.rt().act(actions, space, parse_witness).await?;
-        if !from_decision {
-            spent += browser;
-        }
-        let judging = Span::start(Stage::Policies);
-        let judged = crate::plugin::policy::judge_one(
-            &site,
-            spec.policy,
-            &Evidence {
-                instruction,
-                actions: &outcome.actions,
-                tool_message: &outcome.tool_message,
-                before: &observation,
-                after: &outcome.after,
-                before_state: &state,
-                after_state: &outcome.after_state,
-            },
-        );
-        judging.end(session.costs());
-        let judgement = match judged {
-            Ok(j) => j,
-            Err(e) => {
-                error = Some(e.to_string());
-                infra_error = Some(e);
-                (record.truth, record.ledger_events) =
-                    checkpoint(session, outcome.answer.as_deref()).await?;
-                steps.push(record);
-                // Not a way an episode ends but a way it fails to: `infra_error` says
-                // so, and the episode is stored as an infrastructure error only (its
-                // stop reason is never read).
-                break 'episode StopReason::Stopped;
+        let mut record = t.begin(&mut reply);
+        let (actions, admission) =
+            t.admit(session.rt(), &mut reply, spec.limits.budget, &mut record);
+        let (space, witness) = match admission {
+            Admission::Unparsed(e) => {
+                record.parse_error = Some(e.0.clone());
+                record.tool_message = e.to_string();
+                t.close(session, record, None).await?;
+                t.error = Some(e.to_string());
+                break StopReason::ParseError;
             }
-        };
-        let feedback = PolicyFeedback {
-            policy: spec.policy.name().to_string(),
-            verdict: judgement.verdict,
-            message: judgement.message,
-        };
-        let (truth, events) = checkpoint(session, outcome.answer.as_deref()).await?;
-        if first.is_none() {
-            let detected = (feedback.verdict == Verdict::Success) == truth.achieved;
-            first = Some((feedback.verdict, detected));
-        }
-        record.executed_json = serde_json::to_string(&outcome.executed)?;
-        record.tool_message = outcome.tool_message.clone();
-        record.feedback = Some(feedback.clone());
-        record.observation = Some(outcome.after.clone());
-        record.witness = outcome.witness;
-        record.truth = truth;
-        record.ledger_events = events;
-        history.push(HistoryEntry {
-            reply: reply.clone(),
-            actions: outcome.actions.clone(),
-            tool_message: outcome.tool_message.clone(),
-            feedback: Some(feedback.clone()),
-        });
-        steps.push(record);
-        observation = outcome.after;
-        state = outcome.after_state;
-        // The recorded decision's own answer does not end the episode: the agent still
-        // sees what the policy says about it and may act again.
-        if !from_decision && (outcome.stop || outcome.answer.is_some()) {
-            break 'episode if outcome.answer.is_some() {
-                StopReason::Answered
-            } else {
-                StopReason::Stopped
-            };
-        }
-        if steps.len() as u32 >= spec.limits.max_steps {
-            break 'episode StopReason::StepCap;
-        }
-
-        // --- the agent's turn ---
-        let view = AgentView {
-            instruction,
-            observation: &observation,
-            feedback: Some(&feedback),
-            history: &history,
-            budget_left: spec.limits.budget - spent,
-            step: steps.len() as u32,
-            image: spec.decision.image,
-            seed: spec.seed,
-        };
-        let left = deadline.saturating_duration_since(Instant::now());
-        let thinking = Span::start(Stage::Agent);
-        let replied = tokio::time::timeout(left, ask(spec.agent, view, &site)).await;
-        thinking.end(session.costs());
-        let Ok(replied) = replied else {
-            break 'episode StopReason::TimeLimit;
-        };
-        match replied {
-            Ok(r) => {
-                model_calls += r.model_calls;
-                if let Some(u) = r.usage {
-                    let t = usage_total.get_or_insert_with(TokenUsage::default);
-                    t.prompt_tokens += u.prompt_tokens;
-                    t.completion_tokens += u.completion_tokens;
-                }
-                reply = r.text;
-                reply_format = r.format;
-                reply_space = None;
-                reply_usage = r.usage;
+            Admission::OverBudget { browser, left } => {
+                record.tool_message = format!(
+                    "Refused: the reply needs {browser} browser action(s) and {left} remain."
+                );
+                t.close(session, record, None).await?;
+                break StopReason::OverBudget;
             }
-            // No working endpoint or process: the episode measured nothing about recovery.
-            Err(e) if e.infra.is_some() => {
-                return Err(anyhow::Error::new(InfraFailure::new(
-                    e.infra.expect("matched"),
-                    format!("{} ({})", e.message, spec.agent.name()),
-                )));
+            Admission::Terminal { answer } => {
+                // Recorded against the newest observation.
+                record.tool_message = match &answer {
+                    Some(v) => format!("Answered {v:?}."),
+                    None => "Stopped.".into(),
+                };
+                t.close(session, record, answer.as_deref()).await?;
+                break match answer {
+                    Some(_) => StopReason::Answered,
+                    None => StopReason::Stopped,
+                };
             }
-            Err(e) => {
-                error = Some(e.to_string());
-                break 'episode StopReason::AgentError;
-            }
+            Admission::Act { space, witness } => (space, witness),
+        };
+        let admitted = Admitted {
+            record,
+            actions,
+            space,
+            witness,
+        };
+        if let Some(reason) = act(session, spec, instruction, &mut t, &mut seen, admitted).await? {
+            break reason;
+        }
+        if t.steps.len() as u32 >= spec.limits.max_steps {
+            break StopReason::StepCap;
+        }
+        match agent_turn(session, spec, instruction, &mut t, &seen, deadline).await? {
+            Turn::Replied(next) => reply = next,
+            Turn::Ended(reason) => break reason,
         }
     };
+    Ok((t, stop_reason))
+}
 
-    Ok(Transcript {
-        steps,
-        stop_reason,
-        error,
-        browser_actions: spent,
-        first,
-        model_calls,
-        usage: usage_total,
-        infra_error,
-    })
+/// Executes an admitted step, has the policy judge it and records it; returns why the
+/// episode ends after it, if it does.
+async fn act(
+    session: &mut Session<'_>,
+    spec: &EpisodeSpec<'_>,
+    instruction: &Instruction,
+    t: &mut Transcript,
+    seen: &mut Seen,
+    admitted: Admitted,
+) -> Result<Option<StopReason>> {
+    let Admitted {
+        mut record,
+        actions,
+        space,
+        witness,
+    } = admitted;
+    let browser = record.browser_actions;
+    let outcome = session.rt().act(actions, space, witness).await?;
+    if !record.from_decision {
+        t.spent += browser;
+    }
+    let judging = Span::start(Stage::Policies);
+    let judged = session.judge(
+        spec.policy,
+        &Evidence {
+            instruction,
+            actions: &outcome.actions,
+            tool_message: &outcome.tool_message,
+            before: &seen.observation,
+            after: &outcome.after,
+            before_state: &seen.state,
+            after_state: &outcome.after_state,
+        },
+    );
+    judging.end(session.costs());
+    let judgement = match judged {
+        Ok(j) => j,
+        Err(e) => {
+            t.error = Some(e.to_string());
+            t.infra_error = Some(e);
+            t.close(session, record, outcome.answer.as_deref()).await?;
+            // Not a way an episode ends but a way it fails to: `infra_error` says so,
+            // and the episode is stored as an infrastructure error only (its stop reason
+            // is never read).
+            return Ok(Some(StopReason::Stopped));
+        }
+    };
+    let feedback = PolicyFeedback {
+        policy: spec.policy.name().to_string(),
+        verdict: judgement.verdict,
+        message: judgement.message,
+    };
+    let (truth, events) = checkpoint(session, outcome.answer.as_deref()).await?;
+    if t.first.is_none() {
+        let detected = (feedback.verdict == Verdict::Success) == truth.achieved;
+        t.first = Some((feedback.verdict, detected));
+    }
+    record.executed_json = serde_json::to_string(&outcome.executed)?;
+    record.tool_message = outcome.tool_message.clone();
+    record.feedback = Some(feedback.clone());
+    record.observation = Some(outcome.after.clone());
+    record.witness = outcome.witness;
+    record.truth = truth;
+    record.ledger_events = events;
+    t.history.push(HistoryEntry {
+        // The whole reply: one that reaches the browser is within the stored size.
+        reply: record.reply.clone(),
+        actions: outcome.actions.clone(),
+        tool_message: outcome.tool_message.clone(),
+        feedback: Some(feedback.clone()),
+    });
+    let from_decision = record.from_decision;
+    t.steps.push(record);
+    *seen = Seen {
+        observation: outcome.after,
+        state: outcome.after_state,
+        feedback: Some(feedback),
+    };
+    // The recorded decision's own answer does not end the episode: the agent still sees
+    // what the policy says about it and may act again.
+    if !from_decision && (outcome.stop || outcome.answer.is_some()) {
+        return Ok(Some(match outcome.answer {
+            Some(_) => StopReason::Answered,
+            None => StopReason::Stopped,
+        }));
+    }
+    Ok(None)
+}
+
+/// The agent's turn: it is shown what it saw and was told, and replies within what is
+/// left of the episode's time. Only its thinking counts against that time: the harness
+/// runs its actions after the turn. An agent whose endpoint or process failed is an
+/// infrastructure failure (the error), never a way the episode ends.
+async fn agent_turn(
+    session: &mut Session<'_>,
+    spec: &EpisodeSpec<'_>,
+    instruction: &Instruction,
+    t: &mut Transcript,
+    seen: &Seen,
+    deadline: Instant,
+) -> Result<Turn> {
+    let view = AgentView {
+        instruction,
+        observation: &seen.observation,
+        feedback: seen.feedback.as_ref(),
+        history: &t.history,
+        budget_left: spec.limits.budget - t.spent,
+        step: t.steps.len() as u32,
+        image: spec.decision.image,
+        seed: spec.seed,
+    };
+    let site = session.site();
+    let left = deadline.saturating_duration_since(Instant::now());
+    let thinking = Span::start(Stage::Agent);
+    let replied = tokio::time::timeout(left, ask(spec.agent, view, &site)).await;
+    thinking.end(session.costs());
+    let Ok(replied) = replied else {
+        return Ok(Turn::Ended(StopReason::TimeLimit));
+    };
+    match replied {
+        Ok(r) => {
+            t.replied(r.model_calls, r.usage);
+            Ok(Turn::Replied(Reply {
+                text: r.text,
+                format: r.format,
+                space: None,
+                witness: None,
+                usage: r.usage,
+            }))
+        }
+        Err(e) => match e.infra {
+            Some(kind) => Err(anyhow::Error::new(InfraFailure::new(
+                kind,
+                format!("{} ({})", e.message, spec.agent.name()),
+            ))),
+            None => {
+                t.error = Some(e.to_string());
+                Ok(Turn::Ended(StopReason::AgentError))
+            }
+        },
+    }
 }

@@ -24,6 +24,7 @@
 pub mod browser;
 pub mod cost;
 pub mod episode;
+pub mod judge;
 pub mod liveness;
 pub mod roundtrip;
 pub mod scorer;

@@ -98,6 +98,16 @@ impl<'e> Session<'e> {
         SiteAddress::new(&self.engine.server.base_url(), self.scope.as_str())
     }
 
+    /// `policy`'s judgement of `evidence` gathered in this session, its message told as
+    /// the agent reads it.
+    pub fn judge(
+        &self,
+        policy: &dyn faultline_policies::VerificationPolicy,
+        evidence: &faultline_policies::Evidence<'_>,
+    ) -> faultline_policies::PolicyOutcome {
+        crate::engine::judge::judge_one(&self.site(), policy, evidence)
+    }
+
     /// The round trip over this session's page.
     pub fn rt(&mut self) -> &mut RoundTrip {
         self.rt

@@ -118,7 +118,7 @@ pub async fn run_trial(
         after_state: &step.after_state,
     };
     let span = Span::start(Stage::Policies);
-    let judgements = crate::plugin::policy::judge_all(&session.site(), &engine.policies, &evidence);
+    let judgements = crate::engine::judge::judge_all(&session.site(), &engine.policies, &evidence);
     span.end(session.costs());
     // Only now is the ledger read, after the harness adds what it witnessed itself.
     session.record(step.answer.as_deref()).await?;

@@ -685,17 +685,7 @@ impl Drop for TempFile {
     }
 }
 
-/// Runs blocking work (a plugin round trip) without stalling the async executor: on a
-/// multi-threaded tokio runtime the worker hands its other tasks over first; elsewhere it
-/// simply runs.
-pub fn off_executor<R>(f: impl FnOnce() -> R) -> R {
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(f)
-        }
-        _ => f(),
-    }
-}
+pub use crate::engine::judge::off_executor;
 
 #[cfg(test)]
 mod tests {

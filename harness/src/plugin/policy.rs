@@ -1,8 +1,7 @@
 //! An external verification policy: the evidence goes to a plugin process, a verdict comes
 //! back (see the [module docs](super) for the protocol and the failure rules).
 
-use super::{off_executor, PluginSpec, Pool};
-use crate::agent::portable::SiteAddress;
+use super::{PluginSpec, Pool};
 use faultline_policies::{
     Evidence, InfraError, Judgement, PolicyOutcome, Registry, Verdict, VerificationPolicy,
 };
@@ -143,50 +142,6 @@ impl VerificationPolicy for ExternalPolicy {
     fn blocks(&self) -> bool {
         true
     }
-}
-
-/// Judges with every policy, moving off the executor when any of them may block. Each
-/// message is made relative to `site`, as the agent reads it.
-pub fn judge_all(
-    site: &SiteAddress,
-    policies: &[Box<dyn VerificationPolicy>],
-    ev: &Evidence<'_>,
-) -> Vec<(String, PolicyOutcome)> {
-    let all = || {
-        policies
-            .iter()
-            .map(|p| (p.name().to_string(), as_told(site, p.judge(ev))))
-            .collect()
-    };
-    if policies.iter().any(|p| p.blocks()) {
-        off_executor(all)
-    } else {
-        all()
-    }
-}
-
-/// Judges with one policy, off the executor when it may block. The message is made
-/// relative to `site`, as the agent reads it.
-pub fn judge_one(
-    site: &SiteAddress,
-    policy: &dyn VerificationPolicy,
-    ev: &Evidence<'_>,
-) -> PolicyOutcome {
-    let outcome = if policy.blocks() {
-        off_executor(|| policy.judge(ev))
-    } else {
-        policy.judge(ev)
-    };
-    as_told(site, outcome)
-}
-
-/// A policy judges the page's real URLs; what it says is stored and told without the
-/// run's port and scope (see [`crate::agent::portable`]).
-fn as_told(site: &SiteAddress, outcome: PolicyOutcome) -> PolicyOutcome {
-    outcome.map(|j| Judgement {
-        message: site.relative(&j.message),
-        ..j
-    })
 }
 
 /// The built-in policies plus the config's external ones, each external policy's

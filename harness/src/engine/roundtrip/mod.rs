@@ -27,6 +27,7 @@ use crate::engine::liveness::{InfraFailure, InfraKind};
 use anyhow::Result;
 use faultline_faults::{BeforeAct, FaultPlan, Witness};
 use faultline_policies::{Observation, PageState};
+use faultline_tasks::formats::Converted;
 use faultline_tasks::{Action, ActionFormat, CoordinateSpace, Layout, Size};
 use serde::{Deserialize, Serialize};
 
@@ -227,6 +228,17 @@ impl RoundTrip {
         self.marks.last().map(|m| m.id)
     }
 
+    /// The parse stage alone: `reply` in `format` -> actions in the format's default
+    /// space, the armed fault's parse hook applied (so a caller can admit the actions —
+    /// a budget, a terminal answer — before any reaches the page).
+    pub fn parse(
+        &self,
+        reply: &str,
+        format: ActionFormat,
+    ) -> Result<(Converted, Option<Witness>), ReplyError> {
+        parse_stage(reply, format, self.fault.as_ref())
+    }
+
     /// Runs one reply in `format` through parse -> execute -> feedback -> observe. Its
     /// points are in `space` when given (a decision's recorded space), else in the
     /// format's default space.
@@ -236,7 +248,7 @@ impl RoundTrip {
         format: ActionFormat,
         space: Option<CoordinateSpace>,
     ) -> Result<Result<StepOutcome, ReplyError>> {
-        let (converted, parse_witness) = match parse_stage(reply, format, self.fault.as_ref()) {
+        let (converted, parse_witness) = match self.parse(reply, format) {
             Ok(v) => v,
             Err(e) => return Ok(Err(e)),
         };
