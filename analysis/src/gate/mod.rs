@@ -66,7 +66,6 @@ use crate::compare::{paired_outcomes, PairedOutcomes};
 use crate::config::AnalysisConfig;
 use anyhow::{bail, Result};
 use faultline_tasks::seed::derive_analysis;
-use faultline_tasks::Verdict;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -391,11 +390,12 @@ fn measured_cells(s: &Snapshot) -> Cells<'_> {
             (None, _) if t.truth => (Metric::FalseAlarms, None),
             _ => continue,
         };
-        for (p, v) in &t.verdicts {
+        for p in t.verdicts.keys() {
             let outcome = match metric {
-                Metric::Detection => (*v == Verdict::Success) == t.truth,
-                _ => *v != Verdict::Success,
-            };
+                Metric::Detection => t.caught(p),
+                _ => t.alarm(p),
+            }
+            .expect("the policy has a verdict");
             out.entry((metric, (fault.clone(), t.task.clone(), p.clone(), None)))
                 .or_default()
                 .push(Item {
