@@ -66,7 +66,9 @@ pub enum Command {
     ///
     /// Each argument is a run directory, a results.sqlite or a baseline file written by
     /// `faultline baseline export`. Prints a Markdown summary; exit code 0: no
-    /// regression, 1: regression, 2: bad input, 3: the runs are not comparable.
+    /// regression, 1: a regression, a baseline cell missing from the candidate (unless the
+    /// rules' allow_missing names it) or a bound not met, 2: bad input (including rules
+    /// that select no cell), 3: the runs are not comparable.
     Gate(GateArgs),
     /// Baseline files: a run reduced to what the gate needs, small enough to commit.
     #[command(subcommand)]
@@ -91,8 +93,9 @@ pub struct GateArgs {
     pub baseline: PathBuf,
     /// The run to judge: a run directory, a results.sqlite or a baseline .json file.
     pub candidate: PathBuf,
-    /// Gate rules (TOML): margins, the paired test and its level, floors [default: every
-    /// margin 5 points, McNemar at level 0.95, no floors].
+    /// Gate rules (TOML): margins, the paired test and its level, floors, allow_missing
+    /// [default: every margin 5 points, McNemar at level 0.95, no floors, nothing may be
+    /// missing].
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
     /// Also write the Markdown summary here (e.g. "$GITHUB_STEP_SUMMARY").
@@ -340,13 +343,15 @@ fn gate(args: GateArgs) -> Result<()> {
         args.baseline.display().to_string(),
         args.candidate.display().to_string(),
     );
+    // Rules that select no cell of either run are a bad rules file (exit 2).
     let report = gate::gate(
         &baseline,
         &candidate,
         (&names.0, &names.1),
         &rules,
         args.allow_incomparable,
-    );
+    )
+    .map_err(usage)?;
     let markdown = render::markdown(&report);
     for (path, text) in [
         (&args.markdown, &markdown),
@@ -371,9 +376,21 @@ fn gate(args: GateArgs) -> Result<()> {
         _ => {}
     }
     if report.failed() {
+        // Missing cells come in whole policies: one entry per policy and reason.
+        let mut missing: std::collections::BTreeMap<(&str, &str), usize> = Default::default();
+        for c in report.missing() {
+            let reason = c.missing.as_ref().map_or("unpaired", |m| m.reason.name());
+            *missing.entry((c.policy.as_str(), reason)).or_default() += 1;
+        }
         let names: Vec<String> = report
             .regressions()
             .map(|c| format!("{} {}", c.metric, c.name()))
+            .chain(missing.iter().map(|((policy, reason), n)| {
+                format!(
+                    "{n} cell{} of `{policy}` missing from the candidate ({reason})",
+                    if *n == 1 { "" } else { "s" }
+                )
+            }))
             .chain(report.failed_floors().map(|f| f.name()))
             .collect();
         return Err(anyhow!(Regressed(format!(

@@ -7,8 +7,10 @@
 //! | 2 | a problem with what was asked: a flag, a config, a decision file ([`UsageError`]) |
 //! | 3 | `gate`: the two runs measured different things ([`NotComparable`]) |
 //!
-//! `gate` also exits 1 when the candidate regressed ([`Regressed`]): in CI a regression
-//! and a broken run both fail the job, and 2 and 3 tell the caller the gate could not judge.
+//! `gate` also exits 1 when the candidate regressed, lacks a cell of the baseline or misses
+//! a bound ([`Regressed`]): in CI a regression and a broken run both fail the job, and 2
+//! (bad input, including rules that select no cell) and 3 tell the caller the gate could
+//! not judge.
 
 use anyhow::anyhow;
 
@@ -18,7 +20,8 @@ use anyhow::anyhow;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-/// `gate`: the candidate regressed (exit code 1).
+/// `gate`: the candidate regressed, lacks a cell of the baseline or misses a bound (exit
+/// code 1).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct Regressed(pub String);

@@ -365,3 +365,101 @@ fn regression_import_refuses_absurd_points_layouts_and_image_sizes_naming_file_l
         "{stderr}"
     );
 }
+
+/// The gate fails closed, on the committed CI baseline (no browser needed): a candidate
+/// that lost three of its four policies fails (it used to pass with a warning), unless
+/// the rules allow them missing; a floor on a policy neither run has and a baseline that
+/// holds a trial twice are bad input.
+#[test]
+fn regression_the_gate_fails_closed_on_missing_policies_bad_rules_and_duplicate_items() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let ci = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/ci");
+    let (baseline, rules) = (ci.join("baseline.json"), ci.join("rules.toml"));
+    let text = std::fs::read_to_string(&baseline).unwrap();
+    let full: serde_json::Value = serde_json::from_str(&text).unwrap();
+
+    // Unchanged: the example rules select cells of the baseline, and pass.
+    let (code, md, stderr) =
+        faultline(&["gate", &s(&baseline), &s(&baseline), "--rules", &s(&rules)]);
+    assert_eq!(code, 0, "{md}{stderr}");
+
+    // Only `unverified` left.
+    let mut only = full.clone();
+    only["policies"] = serde_json::json!(["unverified"]);
+    for t in only["trials"].as_array_mut().unwrap() {
+        t["verdicts"]
+            .as_object_mut()
+            .unwrap()
+            .retain(|p, _| p == "unverified");
+    }
+    only["episodes"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|e| e["policy"] == "unverified");
+    let candidate = dir.path().join("unverified-only.json");
+    std::fs::write(&candidate, only.to_string()).unwrap();
+    let junit = dir.path().join("junit.xml");
+    let (code, md, stderr) = faultline(&[
+        "gate",
+        &s(&baseline),
+        &s(&candidate),
+        "--rules",
+        &s(&rules),
+        "--junit",
+        &s(&junit),
+    ]);
+    assert_eq!(code, 1, "{md}{stderr}");
+    assert!(
+        md.contains("cells missing from the candidate, 2 bounds not met"),
+        "{md}"
+    );
+    assert!(
+        stderr.contains("cells of `outcome` missing from the candidate (policy_missing)"),
+        "{stderr}"
+    );
+    assert!(std::fs::read_to_string(&junit)
+        .unwrap()
+        .contains("<failure type=\"missing\""));
+    let allow = dir.path().join("allow.toml");
+    std::fs::write(
+        &allow,
+        "allow_missing = [\"generic\", \"pixel\", \"outcome\"]\n",
+    )
+    .unwrap();
+    let (code, md, stderr) =
+        faultline(&["gate", &s(&baseline), &s(&candidate), "--rules", &s(&allow)]);
+    assert_eq!(code, 0, "{md}{stderr}");
+
+    // A floor on a policy neither run has.
+    let typo = dir.path().join("typo.toml");
+    std::fs::write(
+        &typo,
+        "[[floor]]\nmetric = \"detection\"\npolicy = \"outcom\"\nmin = 0.95\n",
+    )
+    .unwrap();
+    let (code, _, stderr) =
+        faultline(&["gate", &s(&baseline), &s(&baseline), "--rules", &s(&typo)]);
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one-line cause: {stderr}");
+    assert!(
+        stderr.contains("typo.toml:3: floor.policy: `outcom` is no policy of a detection cell"),
+        "{stderr}"
+    );
+
+    // A baseline holding a trial twice.
+    let mut twice = full.clone();
+    let first = twice["trials"][0].clone();
+    twice["trials"].as_array_mut().unwrap().push(first.clone());
+    let doubled = dir.path().join("doubled.json");
+    std::fs::write(&doubled, twice.to_string()).unwrap();
+    let (code, _, stderr) = faultline(&["gate", &s(&doubled), &s(&baseline)]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "doubled.json: trial `{}` appears twice",
+            first["key"].as_str().unwrap()
+        )),
+        "{stderr}"
+    );
+}

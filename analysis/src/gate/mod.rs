@@ -9,8 +9,8 @@
 //! design, and therefore the same work items (trial and episode keys). When they differ
 //! the gate refuses with one line naming the first difference ([`Comparability`]); a
 //! different Chromium version is only a warning, since a browser upgrade is exactly the
-//! kind of change a gate exists to judge. Policies may differ: only the policies both runs
-//! have are compared (the others are listed as a warning).
+//! kind of change a gate exists to judge. Policies may differ, but see below: a policy
+//! the candidate dropped is a failure, one it added is only a warning.
 //!
 //! **Paired, per cell.** Because both runs replayed the same decisions on the same
 //! layouts, every item of the baseline has a twin in the candidate, and the comparison is
@@ -32,6 +32,16 @@
 //! image. Optional floors and ceilings hold a pooled rate of the candidate to an absolute
 //! bound (`outcome` catches at least 95% of fired faults), whatever the baseline did.
 //!
+//! **It fails closed.** Silence is never a pass. Every cell of the baseline must reappear
+//! in the candidate with at least one paired item: a cell the candidate lacks — a policy
+//! it did not run, items its external verifier could only answer with infrastructure
+//! errors, a fault that no longer fires — is [`Status::Missing`] ([`MissingReason`] says
+//! which) and fails the gate like a regression, unless the rules' `allow_missing` names
+//! its policy or the cell. A floor without a single matching candidate item is not met. A
+//! rule that selects no cell of either run (a floor on a policy, task or fault neither
+//! has, an `allow_missing` entry naming nothing) is a bad rules file, an error before
+//! anything is judged; a baseline file holding one item twice is refused when read.
+//!
 //! Inputs are run directories, `results.sqlite` files or a *baseline file*: the small JSON
 //! ([`Snapshot`]) `faultline baseline export` writes, holding the run's identity and every
 //! item's outcome — enough to pair, small enough to commit. A database is read into the
@@ -40,7 +50,7 @@
 //! The verdict ([`GateReport`]) is written as Markdown (fit for `$GITHUB_STEP_SUMMARY`
 //! or a pull-request comment: regressions and improvements first, each with both rates,
 //! the difference and its interval), JUnit XML (one test case per cell, failures carrying
-//! the numbers) and JSON ([`render`]).
+//! the numbers; missing cells fail as `missing`) and JSON ([`render`]).
 
 pub mod render;
 pub mod rules;
@@ -48,11 +58,13 @@ mod snapshot;
 
 pub use rules::{Floor, Metric, MetricRule, Rules, Significance};
 pub use snapshot::{
-    load_input, EpisodeOutcome, Identity, Snapshot, TrialOutcome, BASELINE_FORMAT, BASELINE_VERSION,
+    load_input, EpisodeOutcome, Identity, InfraError, Snapshot, TrialOutcome, BASELINE_FORMAT,
+    BASELINE_VERSION,
 };
 
 use crate::compare::{paired_outcomes, PairedOutcomes};
 use crate::config::AnalysisConfig;
+use anyhow::{bail, Result};
 use faultline_tasks::seed::derive_analysis;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -72,12 +84,42 @@ pub struct Comparability {
 pub enum Status {
     /// The cell moved the wrong way by more than its margin, and the rules' test confirms it.
     Regression,
+    /// A cell of the baseline without a single paired item in the candidate (see
+    /// [`MissingCell`]): a failure, since the gate cannot say it did not get worse.
+    Missing,
     /// The cell moved the right way by more than its margin, and the rules' test confirms it.
     Improvement,
     /// Neither: within the margin, or not confirmed by the test.
     Unchanged,
-    /// No paired items (e.g. the fault fired in neither run).
-    NoData,
+    /// A missing cell the rules' `allow_missing` names: reported, not a failure.
+    AllowedMissing,
+}
+
+faultline_tasks::named_enum! {
+    /// Why a cell of the baseline has no paired item in the candidate.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum MissingReason: "missing reason" {
+        /// The candidate did not run the cell's policy.
+        PolicyMissing = "policy_missing",
+        /// The candidate has the cell's items, but its policy answered every one with an
+        /// infrastructure error (a crashed, hung or garbled external verifier).
+        InfraErrors = "infra_errors",
+        /// No item pairs for another reason: the fault did not fire, the ledger confirmed
+        /// no working trial, the items are absent or carry no verdict.
+        Unpaired = "unpaired",
+    }
+}
+
+/// What the candidate lacks of a baseline cell.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MissingCell {
+    /// Why nothing paired.
+    pub reason: MissingReason,
+    /// The baseline's items in the cell.
+    pub baseline_items: usize,
+    /// What happened to those items in the candidate, in words (one line).
+    pub detail: String,
 }
 
 /// One compared cell: a detection, false-alarm or recovery rate in both runs.
@@ -128,21 +170,21 @@ pub struct CellResult {
     pub margin: f64,
     /// What the gate concluded for this cell.
     pub status: Status,
+    /// Why the candidate has no paired item (`Missing` and `AllowedMissing` cells only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing: Option<MissingCell>,
 }
 
 impl CellResult {
     /// `detection execute.unscaled_coordinates / grid / outcome`, for test names.
     pub fn name(&self) -> String {
-        let mut parts: Vec<&str> = Vec::new();
-        if let Some(f) = &self.fault {
-            parts.push(f);
-        }
-        parts.push(&self.task);
-        parts.push(&self.policy);
-        if let Some(a) = &self.agent {
-            parts.push(a);
-        }
-        parts.join(" / ")
+        let key = (
+            self.fault.clone(),
+            self.task.clone(),
+            self.policy.clone(),
+            self.agent.clone(),
+        );
+        cell_name(&key)
     }
 }
 
@@ -157,7 +199,8 @@ pub struct FloorResult {
     pub n: usize,
     /// `count / n`; `None` when no item matched.
     pub rate: Option<f64>,
-    /// Whether the rate is within the bound (a bound with no matching items passes).
+    /// Whether the rate is within the bound (a bound without a matching candidate item
+    /// is not met: nothing shows the candidate meets it).
     pub passed: bool,
 }
 
@@ -183,7 +226,8 @@ pub struct GateReport {
     pub comparability: Comparability,
     /// The rules the cells were judged by.
     pub rules: Rules,
-    /// Every cell: regressions first, then improvements, then the rest, each in key order.
+    /// Every cell of the baseline: regressions first, then missing cells, improvements,
+    /// the unchanged and the allowed missing, each in key order.
     pub cells: Vec<CellResult>,
     /// Every absolute bound of the rules, checked on the candidate.
     pub floors: Vec<FloorResult>,
@@ -200,13 +244,26 @@ impl GateReport {
             .iter()
             .filter(|c| c.status == Status::Improvement)
     }
+    /// The baseline's cells the candidate lacks, not allowed by the rules.
+    pub fn missing(&self) -> impl Iterator<Item = &CellResult> {
+        self.cells.iter().filter(|c| c.status == Status::Missing)
+    }
+    /// The baseline's cells the candidate lacks that the rules' `allow_missing` names.
+    pub fn allowed_missing(&self) -> impl Iterator<Item = &CellResult> {
+        self.cells
+            .iter()
+            .filter(|c| c.status == Status::AllowedMissing)
+    }
     /// The bounds the candidate did not meet.
     pub fn failed_floors(&self) -> impl Iterator<Item = &FloorResult> {
         self.floors.iter().filter(|f| !f.passed)
     }
-    /// Whether the candidate failed the gate (a regression or a bound not met).
+    /// Whether the candidate failed the gate (a regression, a missing cell or a bound not
+    /// met).
     pub fn failed(&self) -> bool {
-        self.regressions().next().is_some() || self.failed_floors().next().is_some()
+        self.regressions().next().is_some()
+            || self.missing().next().is_some()
+            || self.failed_floors().next().is_some()
     }
 }
 
@@ -257,12 +314,19 @@ pub fn comparability(baseline: &Snapshot, candidate: &Snapshot) -> Comparability
             .filter(|p| !shared.contains(*p))
             .map(String::as_str)
             .collect();
-        if !only.is_empty() {
-            warnings.push(format!(
-                "policies only in the {side} are not compared: {}",
-                only.join(", ")
-            ));
+        if only.is_empty() {
+            continue;
         }
+        warnings.push(match side {
+            "baseline" => format!(
+                "policies only in the baseline: {} (their cells are missing from the candidate)",
+                only.join(", ")
+            ),
+            _ => format!(
+                "policies only in the candidate are not compared: {}",
+                only.join(", ")
+            ),
+        });
     }
     Comparability { refused, warnings }
 }
@@ -293,20 +357,199 @@ fn shared_policies(a: &Snapshot, b: &Snapshot) -> Vec<String> {
         .collect()
 }
 
-/// The cell key of every paired observation: (fault, task, policy, agent).
+/// The cell key of every observation: (fault, task, policy, agent).
 type CellKey = (Option<String>, String, String, Option<String>);
-/// Per cell: (layout, baseline outcome, candidate outcome).
-type Pairs = BTreeMap<CellKey, Vec<(u32, bool, bool)>>;
 
-/// Runs the gate: comparability, then every cell, then the floors. When the runs are not
-/// comparable and `force` is false, no cell is compared.
+/// One measured item of a cell: its key, layout and outcome (caught, alarm, recovered).
+struct Item<'a> {
+    key: &'a str,
+    layout: u32,
+    outcome: bool,
+}
+
+/// Every cell one run measured, by metric and key, with its items in the run's order.
+type Cells<'a> = BTreeMap<(Metric, CellKey), Vec<Item<'a>>>;
+
+/// `fault / task / policy / agent`, as far as the cell has them (the report's cell name).
+fn cell_name((fault, task, policy, agent): &CellKey) -> String {
+    [fault.as_deref(), Some(task), Some(policy), agent.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+/// What one run measured: per (fault, task, policy) the caught outcome of each fired
+/// faulty trial the policy judged; per (task, policy) the alarm on each working trial the
+/// ledger confirmed; per (task, fault, policy, agent) the recovery of each fired episode.
+fn measured_cells(s: &Snapshot) -> Cells<'_> {
+    let mut out = Cells::new();
+    for t in &s.trials {
+        let (metric, fault) = match (&t.fault, t.fired) {
+            (Some(f), Some(true)) => (Metric::Detection, Some(f.clone())),
+            (None, _) if t.truth => (Metric::FalseAlarms, None),
+            _ => continue,
+        };
+        for p in t.verdicts.keys() {
+            let outcome = match metric {
+                Metric::Detection => t.caught(p),
+                _ => t.alarm(p),
+            }
+            .expect("the policy has a verdict");
+            out.entry((metric, (fault.clone(), t.task.clone(), p.clone(), None)))
+                .or_default()
+                .push(Item {
+                    key: &t.key,
+                    layout: t.layout,
+                    outcome,
+                });
+        }
+    }
+    for e in s.episodes.iter().filter(|e| e.fired) {
+        let key = (
+            Some(e.fault.clone()),
+            e.task.clone(),
+            e.policy.clone(),
+            Some(e.agent.clone()),
+        );
+        out.entry((Metric::Recovery, key)).or_default().push(Item {
+            key: &e.key,
+            layout: e.layout,
+            outcome: e.success,
+        });
+    }
+    out
+}
+
+/// Every cell a run has an item of, measured or not (a fault that did not fire, a
+/// working trial the ledger did not confirm, an item its policy could only answer with
+/// an infrastructure error): what a rule may select.
+fn known_cells(s: &Snapshot) -> BTreeSet<(Metric, CellKey)> {
+    let mut infra: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for e in &s.infra_errors {
+        infra.entry(&e.key).or_default().push(&e.policy);
+    }
+    let mut out = BTreeSet::new();
+    for t in &s.trials {
+        let metric = match t.fault {
+            Some(_) => Metric::Detection,
+            None => Metric::FalseAlarms,
+        };
+        let failed = infra.get(t.key.as_str()).into_iter().flatten().copied();
+        for p in t.verdicts.keys().map(String::as_str).chain(failed) {
+            out.insert((
+                metric,
+                (t.fault.clone(), t.task.clone(), p.to_string(), None),
+            ));
+        }
+    }
+    for e in &s.episodes {
+        let key = (
+            Some(e.fault.clone()),
+            e.task.clone(),
+            e.policy.clone(),
+            Some(e.agent.clone()),
+        );
+        out.insert((Metric::Recovery, key));
+    }
+    out
+}
+
+/// Refuses rules that select nothing: a floor whose filters, or an `allow_missing` entry
+/// whose name, match no cell of either run (a typo, or a policy neither run has, would
+/// otherwise pass in silence). One line naming the file, the line, the field and what
+/// was expected.
+fn check_rules(rules: &Rules, baseline: &Snapshot, candidate: &Snapshot) -> Result<()> {
+    let known: BTreeSet<(Metric, CellKey)> = known_cells(baseline)
+        .into_iter()
+        .chain(known_cells(candidate))
+        .collect();
+    let src = &rules.source;
+    let list = |values: BTreeSet<&str>| values.into_iter().collect::<Vec<_>>().join(", ");
+    for (i, f) in rules.floors.iter().enumerate() {
+        let at = |field: &str| {
+            let lines = src.floor_lines.get(i);
+            src.at(lines.and_then(|l| l.get(field).or_else(|| l.get("metric")).copied()))
+        };
+        let cells: Vec<&CellKey> = known
+            .iter()
+            .filter(|(m, _)| *m == f.metric)
+            .map(|(_, k)| k)
+            .collect();
+        if cells.is_empty() {
+            let measured: BTreeSet<&str> = known.iter().map(|(m, _)| m.name()).collect();
+            bail!(
+                "{}: floor.metric: neither run has a {} cell (expected a metric the runs measured: {})",
+                at("metric"),
+                f.metric,
+                list(measured)
+            );
+        }
+        type Field = fn(&CellKey) -> Option<&str>;
+        let fields: [(&str, &Option<String>, Field); 4] = [
+            ("policy", &f.policy, |k| Some(&k.2)),
+            ("task", &f.task, |k| Some(&k.1)),
+            ("fault", &f.fault, |k| k.0.as_deref()),
+            ("agent", &f.agent, |k| k.3.as_deref()),
+        ];
+        for (field, want, of) in fields {
+            let Some(want) = want else { continue };
+            let values: BTreeSet<&str> = cells.iter().filter_map(|k| of(k)).collect();
+            if !values.contains(want.as_str()) {
+                let expected = match values.is_empty() {
+                    true => format!("{} cells have no {field}", f.metric),
+                    false => format!("expected one of: {}", list(values)),
+                };
+                bail!(
+                    "{}: floor.{field}: `{want}` is no {field} of a {} cell of the baseline or candidate ({expected})",
+                    at(field),
+                    f.metric
+                );
+            }
+        }
+        if !cells
+            .iter()
+            .any(|k| f.selects(k.0.as_deref(), &k.1, &k.2, k.3.as_deref()))
+        {
+            bail!(
+                "{}: floor: `{}` matches no cell of the baseline or candidate (expected filters that select at least one {} cell together)",
+                at("metric"),
+                f.describe(),
+                f.metric
+            );
+        }
+    }
+    for (i, entry) in rules.allow_missing.iter().enumerate() {
+        let selects = known
+            .iter()
+            .any(|(_, k)| rules::names_cell(entry, &k.2, &cell_name(k)));
+        if !selects {
+            let policies: BTreeSet<&str> = known.iter().map(|(_, k)| k.2.as_str()).collect();
+            let example = known
+                .iter()
+                .next()
+                .map_or("fault / task / policy".into(), |(_, k)| cell_name(k));
+            bail!(
+                "{}: allow_missing: `{entry}` matches no policy or cell of the baseline or candidate (expected a policy name, one of: {}, or a cell name as the report prints it, e.g. `{example}`)",
+                src.at(src.allow_missing_lines.get(i).copied()),
+                list(policies)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Runs the gate: checks the rules select something (an error otherwise: a bad rules
+/// file), then comparability, then every cell of the baseline, then the floors. When the
+/// runs are not comparable and `force` is false, no cell is compared.
 pub fn gate(
     baseline: &Snapshot,
     candidate: &Snapshot,
     names: (&str, &str),
     rules: &Rules,
     force: bool,
-) -> GateReport {
+) -> Result<GateReport> {
+    check_rules(rules, baseline, candidate)?;
     let comparability = comparability(baseline, candidate);
     let mut report = GateReport {
         format: "faultline-gate",
@@ -319,7 +562,7 @@ pub fn gate(
         floors: Vec::new(),
     };
     if report.comparability.refused.is_some() && !force {
-        return report;
+        return Ok(report);
     }
     let policies = shared_policies(baseline, candidate);
     let cfg = AnalysisConfig {
@@ -327,35 +570,149 @@ pub fn gate(
         resamples: rules.resamples,
         ..AnalysisConfig::for_run(baseline.identity.root_seed.as_u64().unwrap_or(0))
     };
+    let theirs = measured_cells(candidate);
     let mut cells = Vec::new();
-    for (metric, pairs) in [
-        (
-            Metric::Detection,
-            detection_pairs(baseline, candidate, &policies),
-        ),
-        (
-            Metric::FalseAlarms,
-            false_alarm_pairs(baseline, candidate, &policies),
-        ),
-        (
-            Metric::Recovery,
-            recovery_pairs(baseline, candidate, &policies),
-        ),
-    ] {
-        let rule = rules.rule(metric);
-        for (key, rows) in pairs {
-            cells.push(cell(metric, key, &rows, rule, rules, &cfg));
-        }
+    // Every cell of the baseline, paired item by item with its twin in the candidate.
+    for ((metric, key), ours) in measured_cells(baseline) {
+        let twins: BTreeMap<&str, bool> = theirs
+            .get(&(metric, key.clone()))
+            .into_iter()
+            .flatten()
+            .map(|i| (i.key, i.outcome))
+            .collect();
+        let rows: Vec<(u32, bool, bool)> = ours
+            .iter()
+            .filter_map(|i| twins.get(i.key).map(|b| (i.layout, i.outcome, *b)))
+            .collect();
+        cells.push(match rows.is_empty() {
+            false => cell(metric, key, &rows, rules.rule(metric), rules, &cfg),
+            true => missing_cell(metric, key, &ours, candidate, rules),
+        });
     }
-    // Regressions, then improvements, then the rest; each group in key order (stable).
+    // Regressions, then missing cells, improvements and the rest; each group in key
+    // order (stable).
     cells.sort_by_key(|c| c.status);
     report.floors = rules
         .floors
         .iter()
-        .map(|f| floor(f, baseline, candidate, &policies))
+        .map(|f| floor(f, &theirs, &policies))
         .collect();
     report.cells = cells;
-    report
+    Ok(report)
+}
+
+/// A baseline cell without a single paired item in the candidate: why, in words.
+fn missing_cell(
+    metric: Metric,
+    key: CellKey,
+    ours: &[Item],
+    candidate: &Snapshot,
+    rules: &Rules,
+) -> CellResult {
+    let policy = key.2.as_str();
+    let n = ours.len();
+    let missing = if !candidate.policies.iter().any(|p| p == policy) {
+        MissingCell {
+            reason: MissingReason::PolicyMissing,
+            baseline_items: n,
+            detail: format!("the candidate did not run policy `{policy}`"),
+        }
+    } else {
+        let infra: BTreeMap<&str, &str> = candidate
+            .infra_errors
+            .iter()
+            .filter(|e| e.policy == policy)
+            .map(|e| (e.key.as_str(), e.kind.as_str()))
+            .collect();
+        let trials = by_key(candidate);
+        let episodes: BTreeSet<&str> = candidate.episodes.iter().map(|e| e.key.as_str()).collect();
+        let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+        let (mut unmeasured, mut no_verdict, mut absent) = (0, 0, 0);
+        for item in ours {
+            if let Some(kind) = infra.get(item.key) {
+                *kinds.entry(kind).or_default() += 1;
+                continue;
+            }
+            let (present, judged) = match metric {
+                Metric::Recovery => (episodes.contains(item.key), true),
+                _ => trials
+                    .get(item.key)
+                    .map_or((false, false), |t| (true, t.verdicts.contains_key(policy))),
+            };
+            match (present, judged) {
+                (false, _) => absent += 1,
+                (true, false) => no_verdict += 1,
+                (true, true) => unmeasured += 1,
+            }
+        }
+        let errors: usize = kinds.values().sum();
+        let kinds = kinds
+            .iter()
+            .map(|(k, c)| format!("{c} {k}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if errors == n {
+            MissingCell {
+                reason: MissingReason::InfraErrors,
+                baseline_items: n,
+                detail: format!(
+                    "all {n} candidate items are infrastructure errors of `{policy}` ({kinds})"
+                ),
+            }
+        } else {
+            let not_measured = match metric {
+                Metric::FalseAlarms => "not confirmed by the ledger",
+                _ => "the fault did not fire",
+            };
+            let parts: Vec<String> = [
+                (errors, format!("infrastructure errors ({kinds})")),
+                (unmeasured, not_measured.to_string()),
+                (no_verdict, format!("no verdict of `{policy}`")),
+                (absent, "absent".to_string()),
+            ]
+            .into_iter()
+            .filter(|(c, _)| *c > 0)
+            .map(|(c, what)| format!("{c} {what}"))
+            .collect();
+            MissingCell {
+                reason: MissingReason::Unpaired,
+                baseline_items: n,
+                detail: format!(
+                    "none of the {n} baseline items pairs in the candidate: {}",
+                    parts.join(", ")
+                ),
+            }
+        }
+    };
+    let status = match rules.allows_missing(policy, &cell_name(&key)) {
+        true => Status::AllowedMissing,
+        false => Status::Missing,
+    };
+    let (fault, task, policy, agent) = key;
+    CellResult {
+        metric,
+        fault,
+        task,
+        policy,
+        agent,
+        n: 0,
+        clusters: 0,
+        baseline_count: 0,
+        candidate_count: 0,
+        baseline_rate: 0.0,
+        candidate_rate: 0.0,
+        difference: 0.0,
+        ci_low: None,
+        ci_high: None,
+        interval_method: None,
+        mcnemar_p: 1.0,
+        test_method: None,
+        worse: 0,
+        better: 0,
+        margin: rules.rule(metric).margin,
+        status,
+        missing: Some(missing),
+    }
 }
 
 fn cell(
@@ -375,51 +732,48 @@ fn cell(
             agent.as_deref().unwrap_or("*")
         ),
     );
-    let paired: Option<PairedOutcomes> = paired_outcomes(rows, cfg, seed);
+    // Only cells with paired items are compared; the others are missing.
+    let paired: PairedOutcomes =
+        paired_outcomes(rows, cfg, seed).expect("a compared cell has paired items");
     let n = rows.len();
     let baseline_count = rows.iter().filter(|r| r.1).count();
     let candidate_count = rows.iter().filter(|r| r.2).count();
-    let (mut status, mut ci, mut p, mut worse, mut better, mut clusters) =
-        (Status::NoData, None, 1.0, 0, 0, 0);
-    let (mut interval_method, mut test_method) = (None, None);
-    if let Some(paired) = &paired {
-        let d = paired.mean_b - paired.mean_a;
-        let interval = paired.main_interval();
-        ci = Some((interval.lower, interval.upper));
-        interval_method = Some(interval.method.as_str().to_string());
-        p = paired.test.p_value;
-        test_method = Some(paired.test.method.as_str().to_string());
-        // `b` counts items only the candidate (B) had, `c` only the baseline (A).
-        let (only_candidate, only_baseline) = (paired.mcnemar.b, paired.mcnemar.c);
-        // For false alarms a rise is bad: "worse" is an alarm only the candidate raised.
-        (worse, better) = match metric.higher_is_better() {
-            true => (only_baseline, only_candidate),
-            false => (only_candidate, only_baseline),
-        };
-        clusters = paired.clusters;
-        // The change in the direction that matters: positive is worse.
-        let drop = if metric.higher_is_better() { -d } else { d };
-        let alpha = 1.0 - rules.level.get();
-        let confirmed = |bad: bool| match rules.significance {
-            Significance::None => true,
-            Significance::Mcnemar => p < alpha,
-            Significance::Bootstrap => ci.is_some_and(|(lo, hi)| {
-                // Bad for a rate that should rise is an interval below zero.
-                if metric.higher_is_better() == bad {
-                    hi < 0.0
-                } else {
-                    lo > 0.0
-                }
-            }),
-        };
-        status = if drop > rule.margin + 1e-12 && confirmed(true) {
-            Status::Regression
-        } else if -drop > rule.margin + 1e-12 && confirmed(false) {
-            Status::Improvement
-        } else {
-            Status::Unchanged
-        };
-    }
+    let d = paired.mean_b - paired.mean_a;
+    let interval = paired.main_interval();
+    let ci = Some((interval.lower, interval.upper));
+    let interval_method = Some(interval.method.as_str().to_string());
+    let p = paired.test.p_value;
+    let test_method = Some(paired.test.method.as_str().to_string());
+    // `b` counts items only the candidate (B) had, `c` only the baseline (A).
+    let (only_candidate, only_baseline) = (paired.mcnemar.b, paired.mcnemar.c);
+    // For false alarms a rise is bad: "worse" is an alarm only the candidate raised.
+    let (worse, better) = match metric.higher_is_better() {
+        true => (only_baseline, only_candidate),
+        false => (only_candidate, only_baseline),
+    };
+    let clusters = paired.clusters;
+    // The change in the direction that matters: positive is worse.
+    let drop = if metric.higher_is_better() { -d } else { d };
+    let alpha = 1.0 - rules.level.get();
+    let confirmed = |bad: bool| match rules.significance {
+        Significance::None => true,
+        Significance::Mcnemar => p < alpha,
+        Significance::Bootstrap => ci.is_some_and(|(lo, hi)| {
+            // Bad for a rate that should rise is an interval below zero.
+            if metric.higher_is_better() == bad {
+                hi < 0.0
+            } else {
+                lo > 0.0
+            }
+        }),
+    };
+    let status = if drop > rule.margin + 1e-12 && confirmed(true) {
+        Status::Regression
+    } else if -drop > rule.margin + 1e-12 && confirmed(false) {
+        Status::Improvement
+    } else {
+        Status::Unchanged
+    };
     CellResult {
         metric,
         fault,
@@ -442,6 +796,7 @@ fn cell(
         better,
         margin: rule.margin,
         status,
+        missing: None,
     }
 }
 
@@ -457,132 +812,24 @@ fn by_key(s: &Snapshot) -> BTreeMap<&str, &TrialOutcome> {
     s.trials.iter().map(|t| (t.key.as_str(), t)).collect()
 }
 
-/// Fired in both runs: per (fault, task, policy), caught in each.
-fn detection_pairs(a: &Snapshot, b: &Snapshot, policies: &[String]) -> Pairs {
-    let bk = by_key(b);
-    let mut out = Pairs::new();
-    for ta in &a.trials {
-        let Some(tb) = bk.get(ta.key.as_str()) else {
-            continue;
-        };
-        let (Some(fault), Some(true), Some(true)) = (&ta.fault, ta.fired, tb.fired) else {
-            continue;
-        };
-        for p in policies {
-            let (Some(ca), Some(cb)) = (ta.caught(p), tb.caught(p)) else {
-                continue;
-            };
-            out.entry((Some(fault.clone()), ta.task.clone(), p.clone(), None))
-                .or_default()
-                .push((ta.layout, ca, cb));
-        }
-    }
-    out
-}
-
-/// Working trials the ledger confirmed in both runs: per (task, policy), alarm in each.
-fn false_alarm_pairs(a: &Snapshot, b: &Snapshot, policies: &[String]) -> Pairs {
-    let bk = by_key(b);
-    let mut out = Pairs::new();
-    for ta in &a.trials {
-        let Some(tb) = bk.get(ta.key.as_str()) else {
-            continue;
-        };
-        if ta.fault.is_some() || !ta.truth || !tb.truth {
-            continue;
-        }
-        for p in policies {
-            let (Some(aa), Some(ab)) = (ta.alarm(p), tb.alarm(p)) else {
-                continue;
-            };
-            out.entry((None, ta.task.clone(), p.clone(), None))
-                .or_default()
-                .push((ta.layout, aa, ab));
-        }
-    }
-    out
-}
-
-/// Episodes whose fault fired in both runs: per (task, fault, policy, agent), recovered.
-fn recovery_pairs(a: &Snapshot, b: &Snapshot, policies: &[String]) -> Pairs {
-    let bk: BTreeMap<&str, &EpisodeOutcome> =
-        b.episodes.iter().map(|e| (e.key.as_str(), e)).collect();
-    let mut out = Pairs::new();
-    for ea in a.episodes.iter().filter(|e| policies.contains(&e.policy)) {
-        let Some(eb) = bk.get(ea.key.as_str()) else {
-            continue;
-        };
-        if !ea.fired || !eb.fired {
-            continue;
-        }
-        out.entry((
-            Some(ea.fault.clone()),
-            ea.task.clone(),
-            ea.policy.clone(),
-            Some(ea.agent.clone()),
-        ))
-        .or_default()
-        .push((ea.layout, ea.success, eb.success));
-    }
-    out
-}
-
 /// A floor or ceiling on the candidate's pooled rate over the matching items (fired
-/// faulty trials, confirmed working trials or fired episodes).
-fn floor(
-    f: &Floor,
-    _baseline: &Snapshot,
-    candidate: &Snapshot,
-    policies: &[String],
-) -> FloorResult {
-    let matches = |task: &str, fault: Option<&str>, policy: &str| {
-        f.policy.as_deref().is_none_or(|p| p == policy)
-            && f.task.as_deref().is_none_or(|t| t == task)
-            && f.fault.as_deref().is_none_or(|x| Some(x) == fault)
-            && policies.iter().any(|p| p == policy)
-    };
+/// faulty trials, confirmed working trials or fired episodes) of the policies both runs
+/// have. Without a matching item it is not met.
+fn floor(f: &Floor, candidate: &Cells, policies: &[String]) -> FloorResult {
     let (mut count, mut n) = (0usize, 0usize);
-    match f.metric {
-        Metric::Detection => {
-            for t in candidate.trials.iter().filter(|t| t.fired == Some(true)) {
-                for p in t.verdicts.keys() {
-                    if matches(&t.task, t.fault.as_deref(), p) {
-                        n += 1;
-                        count += usize::from(t.caught(p) == Some(true));
-                    }
-                }
-            }
-        }
-        Metric::FalseAlarms => {
-            for t in candidate
-                .trials
-                .iter()
-                .filter(|t| t.fault.is_none() && t.truth)
-            {
-                for p in t.verdicts.keys() {
-                    if matches(&t.task, None, p) {
-                        n += 1;
-                        count += usize::from(t.alarm(p) == Some(true));
-                    }
-                }
-            }
-        }
-        Metric::Recovery => {
-            for e in candidate.episodes.iter().filter(|e| e.fired) {
-                if matches(&e.task, Some(&e.fault), &e.policy)
-                    && f.agent.as_deref().is_none_or(|a| a == e.agent)
-                {
-                    n += 1;
-                    count += usize::from(e.success);
-                }
-            }
+    for ((metric, (fault, task, policy, agent)), items) in candidate {
+        if *metric == f.metric
+            && policies.contains(policy)
+            && f.selects(fault.as_deref(), task, policy, agent.as_deref())
+        {
+            n += items.len();
+            count += items.iter().filter(|i| i.outcome).count();
         }
     }
     let rate = (n > 0).then(|| count as f64 / n as f64);
-    let passed = match rate {
-        None => true,
-        Some(r) => f.min.is_none_or(|m| r >= m - 1e-12) && f.max.is_none_or(|m| r <= m + 1e-12),
-    };
+    let passed = rate.is_some_and(|r| {
+        f.min.is_none_or(|m| r >= m - 1e-12) && f.max.is_none_or(|m| r <= m + 1e-12)
+    });
     FloorResult {
         floor: f.clone(),
         count,
@@ -591,6 +838,5 @@ fn floor(
         passed,
     }
 }
-
 #[cfg(test)]
 mod tests;

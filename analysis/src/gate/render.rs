@@ -1,5 +1,8 @@
 //! The gate's verdict as Markdown (a CI step summary or a pull-request comment), JUnit
 //! XML (one test case per cell and per bound) and JSON. Same report in, same bytes out.
+//! Each failure kind has its own name in every output: a `regression`, a cell `missing`
+//! from the candidate (with its reason: `policy_missing`, `infra_errors` or `unpaired`),
+//! a `bound` not met, runs `not_comparable`.
 
 use super::{CellResult, FloorResult, GateReport, Status};
 use crate::format::md_cell;
@@ -58,6 +61,42 @@ pub fn cell_line(c: &CellResult) -> String {
     )
 }
 
+/// What the candidate lacks of one missing cell, in one line (JUnit messages, logs).
+pub fn missing_line(c: &CellResult) -> String {
+    let (reason, detail, items) = c.missing.as_ref().map_or(("unpaired", "", 0), |m| {
+        (m.reason.name(), m.detail.as_str(), m.baseline_items)
+    });
+    format!(
+        "{} {}: missing from the candidate ({reason}): {detail} (baseline: {items} items)",
+        c.metric,
+        c.name(),
+    )
+}
+
+fn missing_table(out: &mut String, cells: &[&CellResult]) {
+    out.push_str("| metric | fault | task | policy | agent | baseline items | reason | what the candidate has |
+");
+    out.push_str(
+        "|---|---|---|---|---|---:|---|---|
+",
+    );
+    for c in cells {
+        let m = c.missing.as_ref();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            c.metric,
+            md_cell(c.fault.as_deref().unwrap_or("")),
+            md_cell(&c.task),
+            md_cell(&c.policy),
+            md_cell(c.agent.as_deref().unwrap_or("")),
+            m.map_or(0, |m| m.baseline_items),
+            m.map_or("", |m| m.reason.name()),
+            md_cell(m.map_or("", |m| m.detail.as_str())),
+        );
+    }
+}
+
 fn cell_table(out: &mut String, cells: &[&CellResult]) {
     out.push_str("| metric | fault | task | policy | agent | baseline | candidate | difference | interval | McNemar p |\n");
     out.push_str("|---|---|---|---|---|---:|---:|---:|---|---:|\n");
@@ -86,20 +125,31 @@ pub fn markdown(r: &GateReport) -> String {
     let regressions: Vec<&CellResult> = r.regressions().collect();
     let improvements: Vec<&CellResult> = r.improvements().collect();
     let failed_floors: Vec<&FloorResult> = r.failed_floors().collect();
+    let missing: Vec<&CellResult> = r.missing().collect();
+    let allowed: Vec<&CellResult> = r.allowed_missing().collect();
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
     let verdict = if let Some(why) = &r.comparability.refused {
         format!("NOT COMPARABLE: {why}")
     } else if r.failed() {
+        let missing_note = match missing.len() {
+            0 => String::new(),
+            n => format!(", {n} cell{} missing from the candidate", plural(n)),
+        };
         format!(
-            "FAIL: {} regression{}, {} bound{} not met",
+            "FAIL: {} regression{}{missing_note}, {} bound{} not met",
             regressions.len(),
-            if regressions.len() == 1 { "" } else { "s" },
+            plural(regressions.len()),
             failed_floors.len(),
-            if failed_floors.len() == 1 { "" } else { "s" }
+            plural(failed_floors.len())
         )
     } else {
+        let allowed_note = match allowed.len() {
+            0 => String::new(),
+            n => format!(", {n} missing cell{} allowed", plural(n)),
+        };
         format!(
-            "PASS: no regression in {} cells ({} improved)",
-            r.cells.len(),
+            "PASS: no regression in {} cells ({} improved{allowed_note})",
+            r.cells.len() - allowed.len(),
             improvements.len()
         )
     };
@@ -117,7 +167,7 @@ pub fn markdown(r: &GateReport) -> String {
     };
     let _ = writeln!(
         out,
-        "Baseline `{}`, candidate `{}`. A cell regresses when it moves the wrong way by more than its margin (detection {}, false alarms {}, recovery {}) and {test}. Differences are candidate minus baseline, in points, with their interval.\n",
+        "Baseline `{}`, candidate `{}`. A cell regresses when it moves the wrong way by more than its margin (detection {}, false alarms {}, recovery {}) and {test}. Differences are candidate minus baseline, in points, with their interval. A cell of the baseline without a paired item in the candidate is missing and fails the gate, unless the rules' `allow_missing` names it.\n",
         r.baseline,
         r.candidate,
         pct(r.rules.detection.margin),
@@ -138,6 +188,11 @@ pub fn markdown(r: &GateReport) -> String {
         cell_table(&mut out, &regressions);
         out.push('\n');
     }
+    if !missing.is_empty() {
+        let _ = writeln!(out, "### Missing from the candidate ({})\n", missing.len());
+        missing_table(&mut out, &missing);
+        out.push('\n');
+    }
     if !improvements.is_empty() {
         let _ = writeln!(out, "### Improvements ({})\n", improvements.len());
         cell_table(&mut out, &improvements);
@@ -150,7 +205,7 @@ pub fn markdown(r: &GateReport) -> String {
                 out,
                 "| {} | {} | {} |",
                 md_cell(&f.name()),
-                f.rate.map_or("no items".into(), |x| format!(
+                f.rate.map_or("no candidate items".into(), |x| format!(
                     "{}/{} ({})",
                     f.count,
                     f.n,
@@ -161,10 +216,20 @@ pub fn markdown(r: &GateReport) -> String {
         }
         out.push('\n');
     }
+    if !allowed.is_empty() {
+        let _ = writeln!(
+            out,
+            "<details><summary>{} missing cell{} allowed by the rules</summary>\n",
+            allowed.len(),
+            plural(allowed.len())
+        );
+        missing_table(&mut out, &allowed);
+        out.push_str("\n</details>\n\n");
+    }
     let rest: Vec<&CellResult> = r
         .cells
         .iter()
-        .filter(|c| matches!(c.status, Status::Unchanged | Status::NoData))
+        .filter(|c| c.status == Status::Unchanged)
         .collect();
     if !rest.is_empty() {
         let _ = writeln!(
@@ -195,8 +260,9 @@ fn xml_escape(s: &str) -> String {
 }
 
 /// JUnit XML: one `testsuite` per metric (plus `bounds`), one `testcase` per cell;
-/// regressions and unmet bounds are `failure`s whose message carries the numbers, cells
-/// without data are `skipped`. A refused comparison is one failing test case.
+/// regressions, missing cells and unmet bounds are `failure`s (types `regression`,
+/// `missing`, `bound`) whose message carries the numbers or the reason; missing cells the
+/// rules allow are `skipped`. A refused comparison is one failing test case.
 pub fn junit(r: &GateReport) -> String {
     let mut suites: Vec<(String, Vec<String>, usize, usize)> = Vec::new();
     if let Some(why) = &r.comparability.refused {
@@ -232,9 +298,20 @@ pub fn junit(r: &GateReport) -> String {
                         xml_escape(&cell_line(c))
                     )
                 }
-                Status::NoData => {
+                Status::Missing => {
+                    failures += 1;
+                    format!(
+                        "      <failure type=\"missing\" message=\"{}\">{}</failure>\n",
+                        xml_escape(&missing_line(c)),
+                        xml_escape(&missing_line(c))
+                    )
+                }
+                Status::AllowedMissing => {
                     skipped += 1;
-                    "      <skipped message=\"no paired items (the fault fired in neither run)\"/>\n".into()
+                    format!(
+                        "      <skipped message=\"{}, allowed by allow_missing\"/>\n",
+                        xml_escape(&missing_line(c))
+                    )
                 }
                 Status::Improvement | Status::Unchanged => format!(
                     "      <system-out>{}</system-out>\n",
@@ -253,7 +330,7 @@ pub fn junit(r: &GateReport) -> String {
             .floors
             .iter()
             .map(|f| {
-                let numbers = f.rate.map_or("no items".into(), |x| {
+                let numbers = f.rate.map_or("no candidate items".into(), |x| {
                     format!("candidate {}/{} ({})", f.count, f.n, pct(x))
                 });
                 let body = if f.passed {

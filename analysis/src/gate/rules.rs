@@ -6,6 +6,7 @@
 //! level = 0.95              # confidence level of the paired test
 //! significance = "mcnemar"  # mcnemar | bootstrap | none
 //! resamples = 2000          # bootstrap resamples for the intervals
+//! allow_missing = []        # baseline cells the candidate may lack (see below)
 //!
 //! [detection]               # caught / fired per (fault, task, policy): may not drop
 //! margin = 0.05
@@ -19,10 +20,20 @@
 //! policy = "outcome"        # optional filters: policy, task, fault, agent
 //! min = 0.95                # and/or max = ...
 //! ```
+//!
+//! The gate fails closed. A cell of the baseline that the candidate lacks (a policy it did
+//! not run, items it could only answer with infrastructure errors, a fault that no longer
+//! fires) fails the gate unless `allow_missing` names it: each entry is a policy name (all
+//! its cells) or one cell's name as the report prints it (`fault / task / policy` for
+//! detection, `task / policy` for false alarms, `fault / task / policy / agent` for
+//! recovery). A floor with no candidate item is not met. And every rule must select
+//! something: a floor or an `allow_missing` entry that matches no cell of either run is a
+//! bad rules file, refused before anything is judged.
 
 use crate::stats::Level;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 faultline_tasks::named_enum! {
     /// What a cell measures.
@@ -103,6 +114,20 @@ pub struct Floor {
 }
 
 impl Floor {
+    /// Whether the cell (fault, task, policy, agent) is one the bound pools.
+    pub(crate) fn selects(
+        &self,
+        fault: Option<&str>,
+        task: &str,
+        policy: &str,
+        agent: Option<&str>,
+    ) -> bool {
+        self.policy.as_deref().is_none_or(|p| p == policy)
+            && self.task.as_deref().is_none_or(|t| t == task)
+            && self.fault.as_deref().is_none_or(|f| Some(f) == fault)
+            && self.agent.as_deref().is_none_or(|a| Some(a) == agent)
+    }
+
     /// `detection policy=outcome >= 0.95`.
     pub fn describe(&self) -> String {
         let mut s = self.metric.name().to_string();
@@ -145,6 +170,61 @@ pub struct Rules {
     /// The absolute bounds on the candidate (`[[floor]]` sections).
     #[serde(rename = "floor")]
     pub floors: Vec<Floor>,
+    /// Baseline cells the candidate may lack without failing: policy names, or cell names
+    /// as the report prints them (`fault / task / policy`, `task / policy`,
+    /// `fault / task / policy / agent`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow_missing: Vec<String>,
+    /// Where each rule was written, for errors about rules that match nothing.
+    #[serde(skip)]
+    pub(crate) source: RulesSource,
+}
+
+/// The rules file's name and the lines its rules were written on (empty for rules built
+/// in code).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct RulesSource {
+    /// The rules file's name, as given (`rules` when the rules were not read from a file).
+    pub name: String,
+    /// Per `[[floor]]`, the line of each of its keys.
+    pub floor_lines: Vec<BTreeMap<String, usize>>,
+    /// Per `allow_missing` entry, its line.
+    pub allow_missing_lines: Vec<usize>,
+}
+
+impl RulesSource {
+    /// `rules.toml:12` or `rules.toml` when the line is unknown.
+    pub fn at(&self, line: Option<usize>) -> String {
+        let name = if self.name.is_empty() {
+            "rules"
+        } else {
+            &self.name
+        };
+        match line {
+            Some(l) => format!("{name}:{l}"),
+            None => name.to_string(),
+        }
+    }
+}
+
+/// Just enough of a rules file to say on which line each rule was written.
+#[derive(Deserialize)]
+struct RuleSpans {
+    #[serde(default)]
+    floor: Vec<BTreeMap<String, toml::Spanned<toml::Value>>>,
+    #[serde(default)]
+    allow_missing: Vec<toml::Spanned<String>>,
+}
+
+/// Whether an `allow_missing` entry names the cell of `policy` called `name`: the policy
+/// itself, or the cell's name (spaces around the slashes do not matter).
+pub(crate) fn names_cell(entry: &str, policy: &str, name: &str) -> bool {
+    entry.trim() == policy || entry.split('/').map(str::trim).eq(name.split(" / "))
+}
+
+/// 1-based line of a byte offset.
+fn line_of_offset(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
 impl Default for Rules {
@@ -157,6 +237,8 @@ impl Default for Rules {
             false_alarms: MetricRule::default(),
             recovery: MetricRule::default(),
             floors: Vec::new(),
+            allow_missing: Vec::new(),
+            source: RulesSource::default(),
         }
     }
 }
@@ -164,8 +246,27 @@ impl Default for Rules {
 impl Rules {
     /// Parses and checks a rules file's text; `name` prefixes every error.
     pub fn parse(name: &str, text: &str) -> Result<Rules> {
-        let rules: Rules =
+        let mut rules: Rules =
             toml::from_str(text).with_context(|| format!("{name}: not valid gate rules"))?;
+        // The text parsed as rules, so it parses as their spans too.
+        let spans: RuleSpans = toml::from_str(text).with_context(|| format!("{name}: not TOML"))?;
+        rules.source = RulesSource {
+            name: name.to_string(),
+            floor_lines: spans
+                .floor
+                .iter()
+                .map(|f| {
+                    f.iter()
+                        .map(|(k, v)| (k.clone(), line_of_offset(text, v.span().start)))
+                        .collect()
+                })
+                .collect(),
+            allow_missing_lines: spans
+                .allow_missing
+                .iter()
+                .map(|e| line_of_offset(text, e.span().start))
+                .collect(),
+        };
         for (what, r) in [
             ("detection", rules.detection),
             ("false_alarms", rules.false_alarms),
@@ -203,7 +304,23 @@ impl Rules {
                 );
             }
         }
+        for (i, entry) in rules.allow_missing.iter().enumerate() {
+            if entry.trim().is_empty() {
+                bail!(
+                    "{}: allow_missing: an empty entry (expected a policy name or a cell name such as `fault / task / policy`)",
+                    rules.source.at(rules.source.allow_missing_lines.get(i).copied())
+                );
+            }
+        }
         Ok(rules)
+    }
+
+    /// Whether `allow_missing` excuses the cell of `policy` named `name` (as the report
+    /// prints it).
+    pub fn allows_missing(&self, policy: &str, name: &str) -> bool {
+        self.allow_missing
+            .iter()
+            .any(|entry| names_cell(entry, policy, name))
     }
 
     /// The rule for `metric`.

@@ -1,13 +1,14 @@
 //! What the gate compares: a run reduced to its identity and every item's outcome, read
 //! from a results database or from a committed baseline file (the same structure as
-//! JSON, versioned).
+//! JSON, versioned). A baseline file that names one trial or episode twice is refused:
+//! the gate would pair the item twice and count it double.
 
 use crate::config::run_policies;
 use crate::db::ResultsDb;
 use anyhow::{anyhow, bail, Context, Result};
 use faultline_tasks::{Condition, Verdict};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The `format` field of a baseline file.
@@ -120,6 +121,18 @@ pub struct EpisodeOutcome {
     pub success: bool,
 }
 
+/// A (trial or episode, policy) the policy could not judge: every attempt ended in an
+/// infrastructure error and no verdict (or episode) was stored.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct InfraError {
+    /// The trial or episode key.
+    pub key: String,
+    /// The policy that could not judge.
+    pub policy: String,
+    /// The last attempt's kind (`spawn`, `crash`, `timeout`, `malformed`, ...).
+    pub kind: String,
+}
+
 /// A run as the gate sees it (and as a baseline file stores it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {
@@ -135,6 +148,10 @@ pub struct Snapshot {
     pub trials: Vec<TrialOutcome>,
     /// Recovery episodes, by key.
     pub episodes: Vec<EpisodeOutcome>,
+    /// Items a policy could only answer with infrastructure errors (absent from files
+    /// written before the gate looked at them, and from runs without any).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub infra_errors: Vec<InfraError>,
 }
 
 impl Snapshot {
@@ -151,7 +168,7 @@ impl Snapshot {
                 .or_default()
                 .insert(v.policy, v.verdict);
         }
-        let trials = db
+        let trials: Vec<TrialOutcome> = db
             .trials()?
             .into_iter()
             .filter(|t| t.experiment == "detection")
@@ -168,7 +185,7 @@ impl Snapshot {
                 key: t.trial_key,
             })
             .collect();
-        let episodes = db
+        let episodes: Vec<EpisodeOutcome> = db
             .episodes()?
             .into_iter()
             .map(|e| EpisodeOutcome {
@@ -182,13 +199,35 @@ impl Snapshot {
                 key: e.episode_key,
             })
             .collect();
+        let policies = run_policies(db)?;
+        // Only the errors that were never followed by a judgement (a retry may succeed),
+        // and only the run's policies' (not the harness's own failures).
+        let judged: BTreeSet<(&str, &str)> = trials
+            .iter()
+            .flat_map(|t| t.verdicts.keys().map(|p| (t.key.as_str(), p.as_str())))
+            .chain(episodes.iter().map(|e| (e.key.as_str(), e.policy.as_str())))
+            .collect();
+        let mut infra: BTreeMap<(String, String), String> = BTreeMap::new();
+        for e in db.infra_errors()? {
+            if policies.contains(&e.policy)
+                && !judged.contains(&(e.item_key.as_str(), e.policy.as_str()))
+            {
+                // Ordered by attempt: the last one's kind stays.
+                infra.insert((e.item_key, e.policy), e.kind);
+            }
+        }
+        let infra_errors = infra
+            .into_iter()
+            .map(|((key, policy), kind)| InfraError { key, policy, kind })
+            .collect();
         Ok(Snapshot {
             format: BASELINE_FORMAT.into(),
             version: BASELINE_VERSION,
             identity: Identity::from_manifest(&manifest),
-            policies: run_policies(db)?,
+            policies,
             trials,
             episodes,
+            infra_errors,
         })
     }
 
@@ -204,7 +243,28 @@ impl Snapshot {
             ),
             _ => bail!("{name}: not a faultline baseline (no \"format\": \"{BASELINE_FORMAT}\")"),
         }
-        serde_json::from_value(v).with_context(|| format!("{name}: malformed baseline"))
+        let snapshot: Snapshot =
+            serde_json::from_value(v).with_context(|| format!("{name}: malformed baseline"))?;
+        for (what, keys) in [
+            (
+                "trial",
+                snapshot
+                    .trials
+                    .iter()
+                    .map(|t| t.key.as_str())
+                    .collect::<Vec<_>>(),
+            ),
+            (
+                "episode",
+                snapshot.episodes.iter().map(|e| e.key.as_str()).collect(),
+            ),
+        ] {
+            let mut seen = BTreeSet::new();
+            if let Some(dup) = keys.into_iter().find(|k| !seen.insert(*k)) {
+                bail!("{name}: {what} `{dup}` appears twice (a baseline holds each item once)");
+            }
+        }
+        Ok(snapshot)
     }
 
     /// The baseline file's text: pretty JSON, one stable order, a final newline.

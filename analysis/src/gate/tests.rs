@@ -89,13 +89,14 @@ fn snapshot(layouts: u32, weak: bool) -> Snapshot {
         policies: vec!["unverified".into(), "outcome".into()],
         trials,
         episodes,
+        infra_errors: Vec::new(),
     }
 }
 
 #[test]
 fn an_unchanged_rerun_passes() {
     let (a, b) = (snapshot(12, false), snapshot(12, false));
-    let r = gate(&a, &b, ("base", "cand"), &Rules::default(), false);
+    let r = gate(&a, &b, ("base", "cand"), &Rules::default(), false).unwrap();
     assert_eq!(r.comparability.refused, None);
     assert!(!r.failed());
     // 2 detection cells x 2 policies, 2 false-alarm cells x 2 policies, 1 recovery cell.
@@ -119,7 +120,7 @@ fn an_unchanged_rerun_passes() {
 #[test]
 fn a_weakened_policy_fails_and_names_the_regressed_rows() {
     let (a, b) = (snapshot(12, false), snapshot(12, true));
-    let r = gate(&a, &b, ("base", "cand"), &Rules::default(), false);
+    let r = gate(&a, &b, ("base", "cand"), &Rules::default(), false).unwrap();
     assert!(r.failed());
     let reg: Vec<String> = r
         .regressions()
@@ -158,7 +159,7 @@ fn a_weakened_policy_fails_and_names_the_regressed_rows() {
     );
     assert!(junit.contains("baseline 12/12 (100.0%) -&gt; candidate 0/12 (0.0%)"));
     // The candidate's rise is the baseline's improvement when the roles swap.
-    let back = gate(&b, &a, ("cand", "base"), &Rules::default(), false);
+    let back = gate(&b, &a, ("cand", "base"), &Rules::default(), false).unwrap();
     assert!(!back.failed());
     assert_eq!(back.improvements().count(), 2);
 }
@@ -222,18 +223,18 @@ fn small_drops_within_the_margin_or_unconfirmed_are_not_regressions() {
     {
         t.verdicts.insert("outcome".into(), Verdict::Fail);
     }
-    let r = gate(&a, &b, ("a", "b"), &Rules::default(), false);
+    let r = gate(&a, &b, ("a", "b"), &Rules::default(), false).unwrap();
     assert!(!r.failed());
     // With no test, the margin alone decides.
     let rules = Rules::parse("r.toml", "significance = \"none\"").unwrap();
-    let r = gate(&a, &b, ("a", "b"), &rules, false);
+    let r = gate(&a, &b, ("a", "b"), &rules, false).unwrap();
     assert_eq!(r.regressions().count(), 1);
     let rules = Rules::parse(
         "r.toml",
         "significance = \"none\"\n[detection]\nmargin = 0.2",
     )
     .unwrap();
-    assert!(!gate(&a, &b, ("a", "b"), &rules, false).failed());
+    assert!(!gate(&a, &b, ("a", "b"), &rules, false).unwrap().failed());
 }
 
 #[test]
@@ -247,7 +248,7 @@ fn rising_false_alarms_regress() {
     {
         t.verdicts.insert("outcome".into(), Verdict::NoChange);
     }
-    let r = gate(&a, &b, ("a", "b"), &Rules::default(), false);
+    let r = gate(&a, &b, ("a", "b"), &Rules::default(), false).unwrap();
     let reg: Vec<_> = r.regressions().map(|c| (c.metric, c.name())).collect();
     assert_eq!(reg, [(Metric::FalseAlarms, "grid / outcome".to_string())]);
 }
@@ -256,7 +257,7 @@ fn rising_false_alarms_regress() {
 fn incomparable_runs_are_refused_with_one_line() {
     let a = snapshot(12, false);
     let b = snapshot(10, false);
-    let r = gate(&a, &b, ("a", "b"), &Rules::default(), false);
+    let r = gate(&a, &b, ("a", "b"), &Rules::default(), false).unwrap();
     assert_eq!(
         r.comparability.refused.as_deref(),
         Some("layouts differ (baseline 12, candidate 10)")
@@ -268,12 +269,12 @@ fn incomparable_runs_are_refused_with_one_line() {
         ["faultline.gate::comparable"]
     );
     // The brave may compare anyway: the shared items are paired.
-    let forced = gate(&a, &b, ("a", "b"), &Rules::default(), true);
+    let forced = gate(&a, &b, ("a", "b"), &Rules::default(), true).unwrap();
     assert!(!forced.cells.is_empty());
     // Same design, a missing item: named.
     let mut c = snapshot(12, false);
     c.trials.retain(|t| t.key != "detection/grid/003/working");
-    let r = gate(&a, &c, ("a", "b"), &Rules::default(), false);
+    let r = gate(&a, &c, ("a", "b"), &Rules::default(), false).unwrap();
     assert_eq!(
         r.comparability.refused.as_deref(),
         Some("trial items differ: `detection/grid/003/working` is in the baseline only (48 vs 47 items)")
@@ -282,13 +283,14 @@ fn incomparable_runs_are_refused_with_one_line() {
     let mut d = snapshot(12, false);
     d.identity.decisions = serde_json::json!("def");
     assert!(gate(&a, &d, ("a", "b"), &Rules::default(), false)
+        .unwrap()
         .comparability
         .refused
         .unwrap()
         .starts_with("decisions differ"));
     let mut e = snapshot(12, false);
     e.identity.chromium_version = Some("121.0".into());
-    let r = gate(&a, &e, ("a", "b"), &Rules::default(), false);
+    let r = gate(&a, &e, ("a", "b"), &Rules::default(), false).unwrap();
     assert_eq!(r.comparability.refused, None);
     assert_eq!(
         r.comparability.warnings,
@@ -304,9 +306,9 @@ fn floors_bound_the_candidates_pooled_rate() {
     )
     .unwrap();
     let a = snapshot(12, false);
-    let r = gate(&a, &a, ("a", "b"), &rules, false);
+    let r = gate(&a, &a, ("a", "b"), &rules, false).unwrap();
     assert!(r.floors.iter().all(|f| f.passed), "{:?}", r.floors);
-    let r = gate(&a, &snapshot(12, true), ("a", "b"), &rules, false);
+    let r = gate(&a, &snapshot(12, true), ("a", "b"), &rules, false).unwrap();
     let failed: Vec<_> = r
         .failed_floors()
         .map(|f| (f.name(), f.count, f.n))
@@ -326,9 +328,17 @@ fn bad_rules_are_refused_with_their_reason() {
         ("nonsense = 1", "not valid gate rules"),
         ("[[floor]]\nmetric = \"detection\"", "needs min or max"),
         ("significance = \"vibes\"", "not valid gate rules"),
+        (
+            "allow_missing = [\"pixel\", \" \"]",
+            "r.toml:1: allow_missing: an empty entry",
+        ),
+        (
+            "[recovery]\nallow_missing = [\"pixel\"]",
+            "not valid gate rules",
+        ),
     ] {
         let e = format!("{:#}", Rules::parse("r.toml", text).unwrap_err());
-        assert!(e.starts_with("r.toml: ") && e.contains(want), "{text}: {e}");
+        assert!(e.starts_with("r.toml:") && e.contains(want), "{text}: {e}");
     }
 }
 
@@ -376,4 +386,265 @@ fn a_database_and_its_exported_baseline_are_the_same_input() {
         assert!(e.contains(name), "{e}");
     }
     assert!(load_input(&dir.path().join("absent")).is_err());
+}
+
+/// `snapshot` without `policy`'s verdicts, as if it had not been run.
+fn without_verdicts_of(mut s: Snapshot, policy: &str) -> Snapshot {
+    for t in &mut s.trials {
+        t.verdicts.remove(policy);
+    }
+    s.episodes.retain(|e| e.policy != policy);
+    s
+}
+
+#[test]
+fn regression_a_candidate_without_a_baseline_policy_fails_unless_allowed() {
+    let a = snapshot(12, false);
+    let mut b = without_verdicts_of(snapshot(12, false), "unverified");
+    b.policies.retain(|p| p != "unverified");
+    let r = gate(&a, &b, ("a", "b"), &Rules::default(), false).unwrap();
+    assert!(r.failed());
+    assert_eq!(r.regressions().count(), 0);
+    let missing: Vec<(Metric, String)> = r.missing().map(|c| (c.metric, c.name())).collect();
+    assert_eq!(
+        missing,
+        [
+            (
+                Metric::Detection,
+                "execute.unscaled_coordinates / grid / unverified".to_string()
+            ),
+            (
+                Metric::Detection,
+                format!("{FRAME_FAULT} / frame / unverified")
+            ),
+            (Metric::FalseAlarms, "frame / unverified".to_string()),
+            (Metric::FalseAlarms, "grid / unverified".to_string()),
+        ]
+    );
+    let m = r.cells[0].missing.as_ref().unwrap();
+    assert_eq!(m.reason, MissingReason::PolicyMissing);
+    assert_eq!(m.baseline_items, 12);
+    // Every output names the failure kind.
+    let md = render::markdown(&r);
+    assert!(
+        md.starts_with(
+            "## faultline gate: FAIL: 0 regressions, 4 cells missing from the candidate, 0 bounds not met"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("### Missing from the candidate (4)"), "{md}");
+    assert!(md.contains("| detection | execute.unscaled_coordinates | grid | unverified |  | 12 | policy_missing | the candidate did not run policy `unverified` |"), "{md}");
+    let junit = render::junit(&r);
+    assert_eq!(junit_failures(&junit).len(), 4);
+    assert!(junit.contains("<failure type=\"missing\" message=\"detection execute.unscaled_coordinates / grid / unverified: missing from the candidate (policy_missing)"), "{junit}");
+    let json: serde_json::Value = serde_json::from_str(&render::json(&r)).unwrap();
+    assert_eq!(json["cells"][0]["status"], "missing");
+    assert_eq!(json["cells"][0]["missing"]["reason"], "policy_missing");
+
+    // Named in the rules, by policy or cell by cell, the missing cells pass.
+    let rules = Rules::parse("r.toml", "allow_missing = [\"unverified\"]\n").unwrap();
+    let r = gate(&a, &b, ("a", "b"), &rules, false).unwrap();
+    assert!(!r.failed());
+    assert_eq!(r.allowed_missing().count(), 4);
+    assert!(render::markdown(&r).starts_with(
+        "## faultline gate: PASS: no regression in 5 cells (0 improved, 4 missing cells allowed)"
+    ));
+    let skipped = render::junit(&r);
+    assert!(skipped.contains("skipped=\"4\""), "{skipped}");
+    let rules = Rules::parse(
+        "r.toml",
+        "allow_missing = [\"grid / unverified\", \"frame/unverified\", \"execute.unscaled_coordinates / grid / unverified\"]\n",
+    )
+    .unwrap();
+    let r = gate(&a, &b, ("a", "b"), &rules, false).unwrap();
+    let still: Vec<String> = r.missing().map(|c| c.name()).collect();
+    assert_eq!(still, [format!("{FRAME_FAULT} / frame / unverified")]);
+}
+
+#[test]
+fn regression_a_verifier_that_crashed_on_every_trial_fails_its_cells_and_floors() {
+    // A floor the working verifier meets.
+    let rules = Rules::parse(
+        "r.toml",
+        "[[floor]]\nmetric = \"detection\"\npolicy = \"outcome\"\nmin = 0.9\n",
+    )
+    .unwrap();
+    let a = snapshot(12, false);
+    assert!(!gate(&a, &a, ("a", "b"), &rules, false).unwrap().failed());
+    // The candidate ran `outcome`, but every call crashed: no verdict, an infrastructure
+    // error per trial (its recovery episodes were not stored, so it drops out of recovery).
+    let mut b = without_verdicts_of(snapshot(12, false), "outcome");
+    b.infra_errors = b
+        .trials
+        .iter()
+        .map(|t| InfraError {
+            key: t.key.clone(),
+            policy: "outcome".into(),
+            kind: "crash".into(),
+        })
+        .collect();
+    b.episodes
+        .extend(a.episodes.iter().filter(|e| e.policy == "outcome").cloned());
+    let r = gate(&a, &b, ("a", "b"), &rules, false).unwrap();
+    assert!(r.failed());
+    let missing: Vec<(String, MissingReason, String)> = r
+        .missing()
+        .map(|c| {
+            let m = c.missing.clone().unwrap();
+            (c.name(), m.reason, m.detail)
+        })
+        .collect();
+    assert_eq!(missing.len(), 4, "{missing:?}");
+    assert_eq!(
+        missing[0],
+        (
+            "execute.unscaled_coordinates / grid / outcome".to_string(),
+            MissingReason::InfraErrors,
+            "all 12 candidate items are infrastructure errors of `outcome` (12 crash)".to_string()
+        )
+    );
+    // The floor has no candidate item to stand on: not met.
+    let failed: Vec<_> = r.failed_floors().map(|f| (f.name(), f.n)).collect();
+    assert_eq!(failed, [("detection policy=outcome >= 0.9".to_string(), 0)]);
+    let md = render::markdown(&r);
+    assert!(
+        md.contains("| detection policy=outcome >= 0.9 | no candidate items | **not met** |"),
+        "{md}"
+    );
+    // Some items crashed, some not fired: still missing, each counted.
+    let mut c = b.clone();
+    c.infra_errors
+        .retain(|e| !e.key.ends_with("/000/execute.unscaled_coordinates"));
+    for t in c
+        .trials
+        .iter_mut()
+        .filter(|t| t.key.ends_with("/000/execute.unscaled_coordinates"))
+    {
+        t.fired = Some(false);
+        t.verdicts.insert("outcome".into(), Verdict::Fail);
+    }
+    let r = gate(&a, &c, ("a", "b"), &rules, false).unwrap();
+    let m = r.cells[0].missing.clone().unwrap();
+    assert_eq!(m.reason, MissingReason::Unpaired);
+    assert_eq!(
+        m.detail,
+        "none of the 12 baseline items pairs in the candidate: 11 infrastructure errors (11 crash), 1 the fault did not fire"
+    );
+}
+
+#[test]
+fn regression_a_rule_that_selects_no_cell_is_a_bad_rules_file() {
+    let a = snapshot(12, false);
+    for (text, want) in [
+        (
+            "level = 0.95\n\n[[floor]]\nmetric = \"detection\"\npolicy = \"nope\"\nmin = 0.9\n",
+            "r.toml:5: floor.policy: `nope` is no policy of a detection cell of the baseline or candidate (expected one of: outcome, unverified)",
+        ),
+        (
+            "[[floor]]\nmetric = \"false_alarms\"\nfault = \"parse.token_leak\"\nmax = 0.1\n",
+            "r.toml:3: floor.fault: `parse.token_leak` is no fault of a false_alarms cell of the baseline or candidate (false_alarms cells have no fault)",
+        ),
+        (
+            "[[floor]]\nmetric = \"recovery\"\nagent = \"trusting\"\nmin = 0.1\n",
+            "r.toml:3: floor.agent: `trusting` is no agent of a recovery cell of the baseline or candidate (expected one of: scripted)",
+        ),
+        (
+            "[[floor]]\nmetric = \"detection\"\ntask = \"grid\"\nfault = \"feedback.iframe_no_change\"\nmin = 0.9\n",
+            "r.toml:2: floor: `detection task=grid fault=feedback.iframe_no_change >= 0.9` matches no cell of the baseline or candidate",
+        ),
+        (
+            "allow_missing = [\n  \"outcome\",\n  \"outcom\",\n]\n",
+            "r.toml:3: allow_missing: `outcom` matches no policy or cell of the baseline or candidate (expected a policy name, one of: outcome, unverified, or a cell name",
+        ),
+    ] {
+        let rules = Rules::parse("r.toml", text).unwrap();
+        let e = format!("{:#}", gate(&a, &a, ("a", "b"), &rules, false).unwrap_err());
+        assert!(e.starts_with(want), "{text}: {e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+    // A run without recovery has no recovery cell to bound.
+    let mut b = snapshot(12, false);
+    b.episodes.clear();
+    let rules = Rules::parse("r.toml", "[[floor]]\nmetric = \"recovery\"\nmin = 0.5\n").unwrap();
+    let e = format!("{:#}", gate(&b, &b, ("a", "b"), &rules, false).unwrap_err());
+    assert!(
+        e.starts_with("r.toml:2: floor.metric: neither run has a recovery cell"),
+        "{e}"
+    );
+}
+
+#[test]
+fn regression_a_baseline_with_a_duplicated_item_is_refused() {
+    let a = snapshot(2, false);
+    let mut twice = a.clone();
+    twice.trials.push(a.trials[1].clone());
+    let e = format!(
+        "{:#}",
+        Snapshot::from_json("base.json", &twice.to_json()).unwrap_err()
+    );
+    assert_eq!(
+        e,
+        format!("base.json: trial `detection/frame/000/{FRAME_FAULT}` appears twice (a baseline holds each item once)")
+    );
+    let mut twice = a.clone();
+    twice.episodes.push(a.episodes[0].clone());
+    let e = format!(
+        "{:#}",
+        Snapshot::from_json("base.json", &twice.to_json()).unwrap_err()
+    );
+    assert!(e.starts_with("base.json: episode `recovery/frame/"), "{e}");
+    // Without duplicates, the file reads back as written.
+    assert_eq!(Snapshot::from_json("base.json", &a.to_json()).unwrap(), a);
+}
+
+#[test]
+fn regression_a_databases_infrastructure_errors_reach_the_gate() {
+    use crate::db::InfraErrorRow;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.sqlite");
+    let mut db = ResultsDb::open(&path).unwrap();
+    db.set_meta("manifest", r#"{"root_seed": 1, "layouts": 2}"#)
+        .unwrap();
+    db.set_meta("policies", r#"["outcome", "changed"]"#)
+        .unwrap();
+    let infra = |key: &str, policy: &str, kind: &str| InfraErrorRow {
+        item_key: key.into(),
+        policy: policy.into(),
+        kind: kind.into(),
+        reason: "exited".into(),
+        stderr_tail: String::new(),
+        attempt: 1,
+    };
+    let key = "detection/grid/001/execute.unscaled_coordinates";
+    // `changed` crashed, then timed out: never judged. A harness failure is not a policy's.
+    db.insert_trial_with_infra(
+        &row(key),
+        &[verdict(key, "outcome", "fail")],
+        &[
+            infra(key, "changed", "crash"),
+            infra(key, "changed", "timeout"),
+            infra(key, "harness", "crash"),
+        ],
+    )
+    .unwrap();
+    // `outcome` crashed once, then judged: not an infrastructure error any more.
+    let judged = "detection/grid/002/execute.unscaled_coordinates";
+    db.insert_trial_with_infra(
+        &row(judged),
+        &[verdict(judged, "outcome", "fail")],
+        &[infra(judged, "outcome", "crash")],
+    )
+    .unwrap();
+    drop(db);
+    let s = load_input(&path).unwrap();
+    assert_eq!(
+        s.infra_errors,
+        [InfraError {
+            key: key.into(),
+            policy: "changed".into(),
+            kind: "timeout".into()
+        }]
+    );
+    // They travel in the baseline file.
+    assert_eq!(Snapshot::from_json("b.json", &s.to_json()).unwrap(), s);
 }
