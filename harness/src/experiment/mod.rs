@@ -227,8 +227,15 @@ pub async fn run(req: RunRequest) -> Result<RunSummary> {
             shard_text.as_deref().unwrap_or("unsharded")
         ))),
     }
+    // The resume identity depends on the config alone, so it is stored before the
+    // browser starts or the oracle records a decision: a run killed from here on is one
+    // that `--resume` recognises and continues (the manifest follows once the decisions
+    // are known).
+    if db.meta("config_identity")?.is_none() {
+        db.set_meta("config_identity", &identity)?;
+    }
     let harness = Harness::start(&req.config).await?;
-    let result = run_with(&req, &harness, &mut db, &identity, preloaded, &agents).await;
+    let result = run_with(&req, &harness, &mut db, preloaded, &agents).await;
     harness.shutdown().await;
     result
 }
@@ -237,7 +244,6 @@ async fn run_with(
     req: &RunRequest,
     harness: &Harness,
     db: &mut ResultsDb,
-    identity: &str,
     preloaded: Option<(DecisionSet, String)>,
     agents: &[Arc<dyn Agent>],
 ) -> Result<RunSummary> {
@@ -316,7 +322,6 @@ async fn run_with(
             db.set_meta("shard_total_items", &total.to_string())?;
         }
         db.set_meta("policies", &serde_json::to_string(&config.policies)?)?;
-        db.set_meta("config_identity", identity)?;
         if !config.external_policies.is_empty() {
             let names: Vec<&str> = config
                 .external_policies
