@@ -76,7 +76,8 @@ pub enum Command {
 /// `faultline merge`: the shard directories to merge and where.
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// The shard directories (each written by `faultline run --shard I/N`).
+    /// The shard directories (each written by `faultline run --shard I/N`), or the
+    /// `--out` directories they were written into.
     #[arg(required = true)]
     pub shards: Vec<PathBuf>,
     /// The merged run directory (must not hold results yet).
