@@ -589,11 +589,11 @@ async fn run(args: RunArgs) -> Result<()> {
             r.jobs
         )?;
     }
-    if summary.infra_failures > 0 {
+    if summary.infra_failures > 0 || summary.policy_errors > 0 {
         writeln!(
             stdout,
-            "infra:     {} failed attempt(s) retried or given up on, {} item(s) failed for good, {} browser restart(s); listed in the report (--resume retries failed items)",
-            summary.infra_failures, summary.failed_items, summary.browser_restarts
+            "infra:     {} failed attempt(s) retried or given up on, {} item(s) failed for good, {} browser restart(s), {} judgement(s) a policy could not make; listed in the report (--resume retries failed items)",
+            summary.infra_failures, summary.failed_items, summary.browser_restarts, summary.policy_errors
         )?;
     }
     let misses = summary.recovery.as_ref().map_or(0, |r| r.cassette_misses);

@@ -93,6 +93,8 @@ pub struct RunSummary {
     pub infra_failures: usize,
     /// Items that failed every attempt: listed in the report, not stored.
     pub failed_items: usize,
+    /// Judgements a policy could not make (an external verifier failed), in both phases.
+    pub policy_errors: usize,
     /// New browsers started after the browser died.
     pub browser_restarts: u32,
     /// The `report.md` written at the end.
@@ -361,6 +363,7 @@ async fn run_with(
         infra_failures: detection.infra_failures
             + recovery.as_ref().map_or(0, |r| r.infra_failures),
         failed_items: detection.failed + recovery.as_ref().map_or(0, |r| r.failed),
+        policy_errors: detection.policy_errors + recovery.as_ref().map_or(0, |r| r.policy_errors),
         browser_restarts: env.browsers.restarts(),
         out: req.out.clone(),
         trials_total: detection.total,
