@@ -78,7 +78,8 @@ pub enum Command {
 /// `faultline merge`: the shard directories to merge and where.
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// The shard directories (each written by `faultline run --shard I/N`).
+    /// The shard directories (each written by `faultline run --shard I/N`), or the
+    /// `--out` directories they were written into.
     #[arg(required = true)]
     pub shards: Vec<PathBuf>,
     /// The merged run directory (must not hold results yet).
@@ -605,11 +606,11 @@ async fn run(args: RunArgs) -> Result<()> {
             r.jobs
         )?;
     }
-    if summary.infra_failures > 0 {
+    if summary.infra_failures > 0 || summary.policy_errors > 0 {
         writeln!(
             stdout,
-            "infra:     {} failed attempt(s) retried or given up on, {} item(s) failed for good, {} browser restart(s); listed in the report (--resume retries failed items)",
-            summary.infra_failures, summary.failed_items, summary.browser_restarts
+            "infra:     {} failed attempt(s) retried or given up on, {} item(s) failed for good, {} browser restart(s), {} judgement(s) a policy could not make; listed in the report (--resume retries failed items)",
+            summary.infra_failures, summary.failed_items, summary.browser_restarts, summary.policy_errors
         )?;
     }
     let misses = summary.recovery.as_ref().map_or(0, |r| r.cassette_misses);

@@ -2,7 +2,8 @@
 //! is replaced and the run's tables equal an undisturbed run's; a stopped renderer is
 //! found unresponsive within its deadline; a crashed renderer is noticed at once; an
 //! unreachable model endpoint is an infrastructure failure (not a failed recovery),
-//! retried on resume; replies' waits are capped and episodes have a wall-clock limit.
+//! retried on resume; replies' waits are capped and episodes have a wall-clock limit;
+//! every failed attempt is said on stderr, whatever its kind.
 //! No Chromium process and no profile directory outlives any of them.
 
 mod common;
@@ -723,6 +724,128 @@ jobs = 2
         assert!(faulty.iter().all(|t| t.fired == Some(true)), "{mode}");
         let detection = std::fs::read_to_string(out.join("detection.csv")).unwrap();
         println!("settle = {mode}\n{detection}");
+    }
+    assert_nothing_left(&before);
+}
+
+/// Processes whose parent is `parent` and whose command line names a faultline profile
+/// directory: the browsers a `faultline` process this test started runs.
+fn browsers_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() < 2 || fields[0] == "Z" || fields[1] != parent.to_string() {
+            continue;
+        }
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmd).contains("faultline-chromium-") {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Regression (a browser death printed a line on stderr, but an `unresponsive` page,
+/// retried just the same, printed nothing: the run looked healthy while it retried):
+/// every failed attempt of an item says one line on stderr, the same way whatever its
+/// kind. Once a trial of a running `faultline run` has loaded its page (its debug log
+/// says so), every renderer is stopped past the call deadline, then continued; the run
+/// completes and its stderr names the `unresponsive` attempt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_an_unresponsive_attempt_is_said_on_stderr_like_a_browser_death() {
+    let _serial = SERIAL.lock().await;
+    let before = profile_dirs();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("stopped.toml");
+    std::fs::write(
+        &cfg,
+        "tasks = [\"grid\", \"frame\"]\nlayouts = 4\npolicies = [\"unverified\"]\nfaults = [\"reference\"]\njobs = 1\n[liveness]\ncall_timeout_ms = 1000\nretries = 3\n[recovery]\nenabled = false\n",
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["run", "--config", cfg.to_str().unwrap()])
+        .args(["--out", out.to_str().unwrap()])
+        // The trial stages' debug lines say when a page has loaded: the stop then falls
+        // on the round trip's calls, not on a navigation (whose deadline is longer).
+        .env("FAULTLINE_LOG", "faultline::engine::trial=debug")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr_pipe = child.stderr.take().unwrap();
+    let (loaded_tx, loaded) = std::sync::mpsc::channel();
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr_pipe)) {
+            let line = line.unwrap();
+            if line.contains("loaded ms=") {
+                let _ = loaded_tx.send(());
+            }
+            text.push_str(&line);
+            text.push('\n');
+        }
+        text
+    });
+    // The third trial's page has loaded.
+    for _ in 0..3 {
+        loaded
+            .recv_timeout(Duration::from_secs(120))
+            .expect("a trial loads its page");
+    }
+    let browsers = browsers_of(child.id());
+    assert_eq!(browsers.len(), 1, "one browser: {browsers:?}");
+    // Every renderer, those started meanwhile too, stays stopped past the deadline.
+    let mut renderers = BTreeSet::new();
+    let stopped = Instant::now();
+    while stopped.elapsed() < Duration::from_millis(3000) {
+        for pid in group_processes(browsers[0], "--type=renderer") {
+            if renderers.insert(pid) {
+                // SAFETY: only signals renderers of the browser this test's run started.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!renderers.is_empty());
+    for pid in &renderers {
+        // SAFETY: as above.
+        unsafe { libc::kill(*pid as libc::pid_t, libc::SIGCONT) };
+    }
+    let status = child.wait().unwrap();
+    let stderr = stderr.join().unwrap();
+    assert!(status.success(), "{stderr}");
+    let stored: Vec<String> = ResultsDb::open_read_only(&out.join("results.sqlite"))
+        .unwrap()
+        .infra_errors()
+        .unwrap()
+        .into_iter()
+        .map(|e| format!("{}: attempt {} failed ({})", e.item_key, e.attempt, e.kind))
+        .collect();
+    assert!(
+        stored.iter().any(|e| e.ends_with("(unresponsive)")),
+        "the stopped renderers made an attempt unresponsive: {stored:?}\n{stderr}"
+    );
+    // One line for each failed attempt, whatever its kind.
+    for attempt in &stored {
+        let said = stderr
+            .lines()
+            .filter(|l| l.contains(attempt.as_str()))
+            .count();
+        assert_eq!(said, 1, "`{attempt}` said once on stderr:\n{stderr}");
     }
     assert_nothing_left(&before);
 }

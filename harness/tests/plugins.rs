@@ -644,3 +644,49 @@ fn regression_a_plugin_writing_an_endless_line_is_a_protocol_failure() {
     drop(pool);
     assert!(surviving("huge.py endless").is_empty());
 }
+
+/// Regression (a verifier whose command does not exist turned every judgement into an
+/// infrastructure error silently: exit 0, nothing on the console): the run says so once
+/// on stderr, naming the verifier and its command, and its summary counts the
+/// judgements that were not made.
+#[test]
+fn regression_a_verifier_that_cannot_start_is_said_once_on_stderr_and_counted_in_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-verifier");
+    let cfg = dir.path().join("missing.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "seed = 1\ntasks = [\"grid\"]\nlayouts = 1\npolicies = [\"generic\", \"absent\"]\nfaults = [\"reference\"]\n[recovery]\nenabled = false\n[[policy]]\nname = \"absent\"\ncommand = [{:?}]\n",
+            missing.display().to_string()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let run = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["run", "--config", cfg.to_str().unwrap()])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr),
+    );
+    assert!(run.status.success(), "{stdout}{stderr}");
+    let db = ResultsDb::open_read_only(&out.join("results.sqlite")).unwrap();
+    let errors = db.infra_errors().unwrap();
+    let trials = db.trials().unwrap().len();
+    assert!(trials > 1);
+    assert_eq!(errors.len(), trials, "one error per judgement: {errors:?}");
+    // Once, naming the verifier and the command it could not start.
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains(&missing.display().to_string()))
+        .collect();
+    assert_eq!(said.len(), 1, "said once: {stderr}");
+    assert!(said[0].contains("`absent`"), "{stderr}");
+    assert!(
+        stdout.contains(&format!("{trials} judgement(s) a policy could not make")),
+        "{stdout}"
+    );
+}

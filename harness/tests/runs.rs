@@ -208,3 +208,98 @@ async fn regression_the_tables_do_not_flip_while_two_busy_loops_saturate_both_co
         assert_eq!(a, b, "{name} differs with both cores saturated");
     }
 }
+
+/// Regression (a run killed while the oracle recorded its decisions could not be
+/// resumed: the directory held the schema and part of `decisions.jsonl` but no config
+/// identity yet, so `--resume` said "not a faultline run to resume" while a plain rerun
+/// said "pass --resume"). The `faultline` process is SIGKILLed once the oracle has
+/// recorded its first decision; `--resume` then finishes the recording and the run, with
+/// every decision and every trial stored once.
+#[test]
+fn regression_a_run_killed_while_the_oracle_records_decisions_resumes() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::time::{Duration, Instant};
+    const LAYOUTS: usize = 6;
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("record.toml");
+    // Root seed 11 has no committed decisions: the oracle records all of them first.
+    std::fs::write(
+        &cfg,
+        format!("seed = 11\ntasks = [\"grid\"]\nlayouts = {LAYOUTS}\npolicies = [\"unverified\"]\nfaults = [\"reference\"]\njobs = 1\n[recovery]\nenabled = false\n"),
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let args = |resume: bool| {
+        let mut a = vec![
+            "run".to_string(),
+            "--config".into(),
+            cfg.display().to_string(),
+            "--out".into(),
+            out.display().to_string(),
+        ];
+        if resume {
+            a.push("--resume".into());
+        }
+        a
+    };
+    let recorded = out.join("decisions.jsonl");
+    let lines = || {
+        std::fs::read_to_string(&recorded)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(args(false))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while lines() < 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap(); // SIGKILL: nothing is cleaned up or finished.
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "killed, not finished");
+    let at = lines();
+    assert!(
+        (1..LAYOUTS).contains(&at),
+        "killed while recording, after {at} of {LAYOUTS} decisions"
+    );
+
+    let resumed = std::process::Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(args(true))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "resume failed: {stderr}");
+
+    // Every decision once.
+    let text = std::fs::read_to_string(&recorded).unwrap();
+    let layouts: Vec<u64> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["layout_index"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    let distinct: BTreeSet<u64> = layouts.iter().copied().collect();
+    assert_eq!(layouts.len(), LAYOUTS, "{text}");
+    assert_eq!(distinct.len(), LAYOUTS, "{text}");
+    // Every trial once, and the run complete.
+    let stdout = String::from_utf8_lossy(&resumed.stdout);
+    let db = ResultsDb::open_read_only(&out.join("results.sqlite")).unwrap();
+    let trials = db.trials().unwrap();
+    let keys: BTreeSet<&str> = trials.iter().map(|t| t.trial_key.as_str()).collect();
+    assert_eq!(keys.len(), trials.len(), "a trial stored twice");
+    assert!(
+        stdout.contains(&format!(
+            "{} trials run, 0 already stored, {} in all",
+            trials.len(),
+            trials.len()
+        )),
+        "{stdout}"
+    );
+    assert!(db.manifest().unwrap().is_some(), "the manifest is written");
+}

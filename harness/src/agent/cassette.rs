@@ -90,8 +90,9 @@ struct Inner {
 
 impl Cassette {
     /// Opens (or, unless replaying, creates) the cassette at `path` and loads its
-    /// entries. A malformed line is an error naming `file:line`; for duplicate keys the
-    /// first entry wins.
+    /// entries. A malformed line is an error naming `file:line`; a torn last line (a
+    /// crash mid-append) is left out and said on stderr with its line; for duplicate keys
+    /// the first entry wins.
     pub fn open(path: impl AsRef<Path>, mode: CassetteMode) -> Result<Cassette, String> {
         let path = path.as_ref();
         let mut responses = HashMap::new();
@@ -100,9 +101,13 @@ impl Cassette {
         // replay mode (the file is only read) it is skipped.
         let parses = |line: &str| serde_json::from_str::<CassetteEntry>(line).is_ok();
         let mut skip_torn_tail = false;
+        let mut torn_bytes = None;
         if mode.calls_on_miss() {
-            crate::jsonl::repair_torn_tail(path, parses)
+            let repair = crate::jsonl::repair_torn_tail(path, parses)
                 .map_err(|e| format!("cannot repair cassette {}: {e}", path.display()))?;
+            if let crate::jsonl::Repair::TornLineDropped(bytes) = repair {
+                torn_bytes = Some(bytes.len());
+            }
         } else if let Ok(bytes) = std::fs::read(path) {
             let tail = bytes
                 .iter()
@@ -110,11 +115,21 @@ impl Cassette {
                 .map_or(&bytes[..], |i| &bytes[i + 1..]);
             skip_torn_tail = !tail.is_empty()
                 && !std::str::from_utf8(tail).is_ok_and(|t| t.trim().is_empty() || parses(t));
+            torn_bytes = skip_torn_tail.then_some(tail.len());
         }
         match File::open(path) {
             Ok(file) => {
                 let lines: Vec<_> = BufReader::new(file).lines().collect();
                 let keep = lines.len() - usize::from(skip_torn_tail && !lines.is_empty());
+                // Said once, when the cassette is loaded: its request is then a miss
+                // (recorded again, or an error in replay), which is otherwise a mystery.
+                if let Some(bytes) = torn_bytes {
+                    eprintln!(
+                        "faultline: warning: {}:{}: ignored a torn last line ({bytes} bytes, cut by a crash while it was appended); its request is a miss",
+                        path.display(),
+                        keep + 1
+                    );
+                }
                 for (index, line) in lines.into_iter().take(keep).enumerate() {
                     let at = format!("{}:{}", path.display(), index + 1);
                     let line = line.map_err(|e| format!("{at}: cannot read the line: {e}"))?;
@@ -598,5 +613,49 @@ mod tests {
         let c = Cassette::open(&path, CassetteMode::Replay).unwrap();
         assert_eq!(c.len(), 2);
         assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 2);
+    }
+
+    /// Child half of the next test: opens the cassette its environment names.
+    #[test]
+    fn child_opens_the_cassette_in_its_environment() {
+        let (Some(path), Some(mode)) = (
+            std::env::var_os("FAULTLINE_TEST_CASSETTE"),
+            std::env::var("FAULTLINE_TEST_CASSETTE_MODE").ok(),
+        ) else {
+            return;
+        };
+        Cassette::open(path, mode.parse().unwrap()).unwrap();
+    }
+
+    /// Regression (a torn cassette line was dropped silently, so its request became a
+    /// miss nobody could explain): loading says so on stderr once, with the line number,
+    /// whether the line is skipped (replay) or cut off (record).
+    #[test]
+    fn regression_a_torn_cassette_line_is_said_on_stderr_with_its_line_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        let whole = entry_line(&json!({"n": 1}), &json!(1));
+        let torn = &entry_line(&json!({"n": 2}), &json!(2))[..40];
+        for mode in [CassetteMode::Replay, CassetteMode::Record] {
+            std::fs::write(&path, format!("{whole}\n{torn}")).unwrap();
+            let child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "agent::cassette::tests::child_opens_the_cassette_in_its_environment",
+                ])
+                .args(["--nocapture", "--test-threads=1"])
+                .env("FAULTLINE_TEST_CASSETTE", &path)
+                .env("FAULTLINE_TEST_CASSETTE_MODE", mode.name())
+                .output()
+                .unwrap();
+            assert!(child.status.success(), "{child:?}");
+            let stderr = String::from_utf8_lossy(&child.stderr);
+            let said: Vec<&str> = stderr.lines().filter(|l| l.contains("torn")).collect();
+            assert_eq!(said.len(), 1, "{mode}: said once: {stderr}");
+            assert!(
+                said[0].contains(&format!("{}:2: ", path.display())),
+                "{mode}: names the line: {stderr}"
+            );
+        }
     }
 }

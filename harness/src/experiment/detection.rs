@@ -91,7 +91,7 @@ pub async fn run(
     let (total, skipped, todo) = pending(specs, |s| &s.key, &finished, req.max_trials);
     let todo = long_items_early(todo, |s| s.fault.is_some_and(Fault::waits_out_a_deadline));
     let retries = env.liveness.retries;
-    let (mut infra_failures, mut failed) = (0, 0);
+    let (mut infra_failures, mut failed, mut policy_errors) = (0, 0, 0);
     let mut summary = run_phase(
         req.progress,
         "detection",
@@ -115,6 +115,7 @@ pub async fn run(
         |(spec, result)| match result {
             Attempted::Done(mut r, failures, retried) => {
                 infra_failures += failures.len();
+                policy_errors += r.judgements.iter().filter(|(_, o)| o.is_err()).count();
                 r.costs.merge(&retried);
                 store(db, shots, &spec, r, failures)
             }
@@ -129,6 +130,7 @@ pub async fn run(
     .await?;
     summary.infra_failures = infra_failures;
     summary.failed = failed;
+    summary.policy_errors = policy_errors;
     if summary.run > 0 {
         db.insert_phase_cost(&summary.cost_row("detection", config.isolation.as_str()))
             .with_context(|| format!("writing {}", db.path().display()))?;

@@ -93,6 +93,8 @@ pub struct RunSummary {
     pub infra_failures: usize,
     /// Items that failed every attempt: listed in the report, not stored.
     pub failed_items: usize,
+    /// Judgements a policy could not make (an external verifier failed), in both phases.
+    pub policy_errors: usize,
     /// New browsers started after the browser died.
     pub browser_restarts: u32,
     /// The `report.md` written at the end.
@@ -227,8 +229,15 @@ pub async fn run(req: RunRequest) -> Result<RunSummary> {
             shard_text.as_deref().unwrap_or("unsharded")
         ))),
     }
+    // The resume identity depends on the config alone, so it is stored before the
+    // browser starts or the oracle records a decision: a run killed from here on is one
+    // that `--resume` recognises and continues (the manifest follows once the decisions
+    // are known).
+    if db.meta("config_identity")?.is_none() {
+        db.set_meta("config_identity", &identity)?;
+    }
     let harness = Harness::start(&req.config).await?;
-    let result = run_with(&req, &harness, &mut db, &identity, preloaded, &agents).await;
+    let result = run_with(&req, &harness, &mut db, preloaded, &agents).await;
     harness.shutdown().await;
     result
 }
@@ -237,7 +246,6 @@ async fn run_with(
     req: &RunRequest,
     harness: &Harness,
     db: &mut ResultsDb,
-    identity: &str,
     preloaded: Option<(DecisionSet, String)>,
     agents: &[Arc<dyn Agent>],
 ) -> Result<RunSummary> {
@@ -316,7 +324,6 @@ async fn run_with(
             db.set_meta("shard_total_items", &total.to_string())?;
         }
         db.set_meta("policies", &serde_json::to_string(&config.policies)?)?;
-        db.set_meta("config_identity", identity)?;
         if !config.external_policies.is_empty() {
             let names: Vec<&str> = config
                 .external_policies
@@ -356,6 +363,7 @@ async fn run_with(
         infra_failures: detection.infra_failures
             + recovery.as_ref().map_or(0, |r| r.infra_failures),
         failed_items: detection.failed + recovery.as_ref().map_or(0, |r| r.failed),
+        policy_errors: detection.policy_errors + recovery.as_ref().map_or(0, |r| r.policy_errors),
         browser_restarts: env.browsers.restarts(),
         out: req.out.clone(),
         trials_total: detection.total,

@@ -40,6 +40,9 @@ pub struct PhaseSummary {
     /// Of the infrastructure failures, the agent's cassette misses in `replay` mode (no
     /// recorded answer, no call allowed): the run is incomplete until they are recorded.
     pub cassette_misses: usize,
+    /// Judgements a policy could not make (an external verifier failed): stored as
+    /// infrastructure errors, never verdicts.
+    pub policy_errors: usize,
     /// When the phase started, in Unix seconds.
     pub started_at: f64,
     /// CPU and memory the phase used (faultline and Chromium).
@@ -296,6 +299,7 @@ where
         infra_failures: 0,
         failed: 0,
         cassette_misses: 0,
+        policy_errors: 0,
         started_at,
         cost: meter.finish(),
         jobs,

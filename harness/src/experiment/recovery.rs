@@ -107,6 +107,7 @@ pub async fn run(
     let limits = rc.limits;
     let retries = env.liveness.retries;
     let (mut infra_failures, mut failed, mut cassette_misses) = (0, 0, 0);
+    let mut policy_errors = 0;
     let mut summary = run_phase(
         req.progress,
         "recovery ",
@@ -138,6 +139,7 @@ pub async fn run(
             Attempted::Done(mut r, failures, retried) => {
                 infra_failures += failures.len();
                 cassette_misses += replay_misses(&failures);
+                policy_errors += usize::from(r.infra_error.is_some());
                 r.costs.merge(&retried);
                 store_episode(db, shots, &task, &agent_name, r, failures)
             }
@@ -154,6 +156,7 @@ pub async fn run(
     summary.infra_failures = infra_failures;
     summary.failed = failed;
     summary.cassette_misses = cassette_misses;
+    summary.policy_errors = policy_errors;
     if summary.run > 0 {
         db.insert_phase_cost(&summary.cost_row("recovery", config.isolation.as_str()))
             .with_context(|| format!("writing {}", db.path().display()))?;

@@ -17,7 +17,10 @@
 //!   in no denominator) and is listed as a final infrastructure failure; a resumed run
 //!   tries it again.
 //!
-//! Neither is ever a verdict, a detection, a recovery or a false alarm.
+//! Neither is ever a verdict, a detection, a recovery or a false alarm. Every failed
+//! attempt, whatever its kind, is also said on stderr as one line (the item, the
+//! attempt, the kind and reason, and what happens next), so a run that is retrying
+//! never looks healthy on the console.
 //!
 //! What the failed attempts of a stored item cost (their wall and CPU time, a browser
 //! restart included) is stored with the item's costs as the stage `retried`, outside the
@@ -75,23 +78,37 @@ where
             stderr_tail: String::new(),
             attempt: n,
         });
-        match f.kind {
-            InfraKind::BrowserDied => {
-                env.browsers.restart(generation.id).await?;
-                eprintln!(
-                    "faultline: {key}: {}; started a new browser (restart {} of at most {})",
-                    f.reason,
-                    env.browsers.restarts(),
-                    env.liveness.browser_restarts
-                );
-            }
-            // The agent already retried with backoff; a resumed run tries again.
-            InfraKind::AgentEndpoint => break,
-            _ => {}
+        // The agent already retried with backoff; a resumed run tries again.
+        let gives_up = n == retries + 1 || f.kind == InfraKind::AgentEndpoint;
+        let mut next = Vec::new();
+        if f.kind == InfraKind::BrowserDied {
+            env.browsers.restart(generation.id).await?;
+            next.push(format!(
+                "started a new browser (restart {} of at most {})",
+                env.browsers.restarts(),
+                env.liveness.browser_restarts
+            ));
+        }
+        next.push(match gives_up {
+            true => "given up on; --resume tries it again".to_string(),
+            false => "trying again".to_string(),
+        });
+        eprintln!("{}", attempt_line(key, n, &f, &next.join("; ")));
+        if gives_up {
+            break;
         }
         span.end(&mut retried);
     }
     Ok(Attempted::Failed(failures))
+}
+
+/// The line said on stderr for every failed attempt, whatever its kind: the item, the
+/// attempt (as stored in `infra_errors`), the kind and reason, and what happens next.
+fn attempt_line(key: &str, attempt: u32, f: &InfraFailure, next: &str) -> String {
+    format!(
+        "faultline: {key}: attempt {attempt} failed ({}): {}; {next}",
+        f.kind, f.reason
+    )
 }
 
 /// What an attempt's error was. A browser found dead (now, or within a short grace: the

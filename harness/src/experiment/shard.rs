@@ -15,9 +15,11 @@
 //! a complete run directory whose manifest records the shard, and whose `meta` records
 //! the keys assigned to it (`shard_items`).
 //!
-//! **Merge.** [`merge`] checks that the shard directories agree (the config identity,
+//! **Merge.** [`merge`] takes the shard directories, or the directories they were
+//! written into (a shard's `--out`: the `shard-I-of-N` directories in it are merged,
+//! and said so). It checks that the shard directories agree (the config identity,
 //! commit, version, decisions and Chromium version; a mismatch names the shard and the
-//! field), that shards 1 to N are each present exactly once, and that every assigned item
+//! field, the first differing config field for the config identity), that shards 1 to N are each present exactly once, and that every assigned item
 //! is stored exactly once (a missing or doubled item is named) — or, when every attempt
 //! at it failed for infrastructure reasons (the browser died, the model endpoint was
 //! down, ...), is listed as such in its shard: such an item is merged as a listed
@@ -205,8 +207,9 @@ fn check(shards: &[ShardDir]) -> Result<()> {
     };
     for s in &shards[1..] {
         if s.identity != first.identity {
+            let (field, this, theirs) = identity_difference(&s.identity, &first.identity);
             return fail(format!(
-                "{}: config differs from {} (config_identity)",
+                "{}: {field} differs from {} ({this} vs {theirs})",
                 s.name(),
                 first.name()
             ));
@@ -291,11 +294,87 @@ fn check(shards: &[ShardDir]) -> Result<()> {
     Ok(())
 }
 
+/// Which config field two stored resume identities (`meta.config_identity`, JSON
+/// objects) first differ in, and its value in each: ("config field `layouts`", "3", "2").
+/// Identities that are not both objects are named whole.
+fn identity_difference(this: &str, theirs: &str) -> (String, String, String) {
+    use serde_json::{Map, Value};
+    let clipped = |text: String| match text.char_indices().nth(80) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text,
+    };
+    let object = |text: &str| match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(fields)) => Some(fields),
+        _ => None,
+    };
+    let whole = || {
+        (
+            "config (config_identity)".to_string(),
+            clipped(this.to_string()),
+            clipped(theirs.to_string()),
+        )
+    };
+    let (Some(a), Some(b)) = (object(this), object(theirs)) else {
+        return whole();
+    };
+    let value = |fields: &Map<String, Value>, key: &str| {
+        clipped(fields.get(key).map_or("absent".into(), Value::to_string))
+    };
+    let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    let first = keys.into_iter().find(|k| a.get(*k) != b.get(*k));
+    first.map_or_else(whole, |k| {
+        (format!("config field `{k}`"), value(&a, k), value(&b, k))
+    })
+}
+
+/// The shard directories `dir` stands for: itself when it holds a results database;
+/// else, when it is a shard's `--out`, the `shard-I-of-N` directories in it (said on
+/// stderr). A directory with neither is returned as is, for [`ShardDir::read`] to name
+/// the missing database.
+fn shard_dirs_in(dir: &Path) -> Vec<PathBuf> {
+    if dir.join("results.sqlite").exists() {
+        return vec![dir.to_path_buf()];
+    }
+    let is_shard_dir = |path: &Path| {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let parsed = name
+            .strip_prefix("shard-")
+            .map(|rest| rest.replacen("-of-", "/", 1))
+            .and_then(|text| text.parse::<Shard>().ok());
+        path.is_dir() && parsed.is_some_and(|s| s.dir_name() == name)
+    };
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| is_shard_dir(p))
+                .collect()
+        })
+        .unwrap_or_default();
+    if found.is_empty() {
+        return vec![dir.to_path_buf()];
+    }
+    found.sort();
+    let names: Vec<String> = found
+        .iter()
+        .map(|p| format!("{}/", p.file_name().unwrap_or_default().to_string_lossy()))
+        .collect();
+    eprintln!(
+        "merge: {} holds no results but {}; merging {}",
+        dir.display(),
+        names.join(", "),
+        if found.len() == 1 { "it" } else { "them" }
+    );
+    found
+}
+
 /// Merges shard directories into the run directory `out` (see the module docs).
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary> {
     let mut shards = dirs
         .iter()
-        .map(|d| ShardDir::read(d))
+        .flat_map(|d| shard_dirs_in(d))
+        .map(|d| ShardDir::read(&d))
         .collect::<Result<Vec<_>>>()?;
     check(&shards)?;
     shards.sort_by_key(|s| s.shard.index);
@@ -370,6 +449,24 @@ mod tests {
     /// A one-shard run directory assigned `items`, storing none of them, with a final
     /// infrastructure failure listed for each of `failed`.
     fn shard_dir(dir: &Path, items: &[&str], failed: &[&str]) -> ShardDir {
+        shard_dir_of(
+            dir,
+            Shard { index: 1, count: 1 },
+            items,
+            items.len(),
+            failed,
+        )
+    }
+
+    /// Shard `shard` of a run of `total` items, in `dir`, as [`shard_dir`] makes it.
+    fn shard_dir_of(
+        dir: &Path,
+        shard: Shard,
+        items: &[&str],
+        total: usize,
+        failed: &[&str],
+    ) -> ShardDir {
+        std::fs::create_dir_all(dir).unwrap();
         let db = ResultsDb::open(&dir.join("results.sqlite")).unwrap();
         let manifest = Manifest {
             chromium_version: "x".into(),
@@ -386,13 +483,13 @@ mod tests {
             recovery: None,
             root_seed: 1,
             settle: None,
-            shard: Some(Shard { index: 1, count: 1 }),
+            shard: Some(shard),
             tasks: Vec::new(),
         };
         db.set_manifest(&manifest).unwrap();
         db.set_meta("shard_items", &serde_json::to_string(items).unwrap())
             .unwrap();
-        db.set_meta("shard_total_items", &items.len().to_string())
+        db.set_meta("shard_total_items", &total.to_string())
             .unwrap();
         let mut db = db;
         let rows: Vec<_> = failed
@@ -425,6 +522,56 @@ mod tests {
         let missing = shard_dir(other.path(), &[key], &[]);
         let e = check(&[missing]).unwrap_err();
         assert!(e.to_string().contains("missing"), "{e}");
+    }
+
+    /// Regression (`faultline merge D1 D2`, each `Di` a shard's `--out`, failed with "no
+    /// such results database"): a directory holding no results but `shard-I-of-N`
+    /// directories stands for them.
+    #[test]
+    fn regression_merge_takes_a_shards_out_directory_for_the_shard_directory_in_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let keys = ["detection/grid/000/working", "detection/grid/001/working"];
+        let outs = [tmp.path().join("out1"), tmp.path().join("out2")];
+        for (i, out) in outs.iter().enumerate() {
+            let shard = Shard {
+                index: i as u32 + 1,
+                count: 2,
+            };
+            // Every item failed for infrastructure reasons: listed, so the set is whole.
+            shard_dir_of(
+                &out.join(shard.dir_name()),
+                shard,
+                &keys[i..=i],
+                2,
+                &keys[i..=i],
+            );
+        }
+        let merged = merge(&outs, &tmp.path().join("merged")).unwrap();
+        assert_eq!(merged.shards, 2);
+        assert_eq!(merged.failed_items.len(), 2);
+    }
+
+    /// Regression (shards of different configs were refused with "config differs ...
+    /// (config_identity)", leaving the user to diff two JSON blobs): the first differing
+    /// config field is named, with both values.
+    #[test]
+    fn regression_merge_names_the_config_field_that_differs_between_shards() {
+        let tmp = tempfile::tempdir().unwrap();
+        let key = ["detection/grid/000/working"];
+        let mut shards: Vec<ShardDir> = (1..=2)
+            .map(|index| {
+                let dir = tmp.path().join(format!("s{index}"));
+                shard_dir_of(&dir, Shard { index, count: 2 }, &key, 2, &key)
+            })
+            .collect();
+        shards[0].identity = r#"{"layouts":2,"seed":1,"tasks":["grid"]}"#.into();
+        shards[1].identity = r#"{"layouts":3,"seed":1,"tasks":["grid"]}"#.into();
+        let e = check(&shards).unwrap_err().to_string();
+        assert!(
+            e.contains("config field `layouts` differs from shard 1/2") && e.contains("(3 vs 2)"),
+            "{e}"
+        );
+        assert_eq!(crate::error::exit_code(&check(&shards).unwrap_err()), 2);
     }
 
     #[test]

@@ -66,6 +66,9 @@
 //! fresh one: a broken plugin costs its own (trial, policy) pairs and nothing else. The
 //! trial stores the other policies' verdicts as usual and an infrastructure-error row for
 //! this one; the report counts those apart (never as caught, missed or a false alarm).
+//! A verifier's first failure in a run is said on stderr (a command that does not exist
+//! would otherwise go unnoticed until the report), and the run's summary line counts the
+//! judgements its policies could not make.
 //! For an agent the same failures end the episode as `agent_error` with the reason.
 //!
 //! # Why the barrier holds for outsiders
@@ -92,7 +95,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
@@ -596,6 +599,7 @@ pub struct Pool {
     started: AtomicU32,
     files: AtomicU64,
     dir: OnceLock<Result<tempfile::TempDir, String>>,
+    failure_said: AtomicBool,
 }
 
 impl Pool {
@@ -609,6 +613,7 @@ impl Pool {
             started: AtomicU32::new(0),
             files: AtomicU64::new(0),
             dir: OnceLock::new(),
+            failure_said: AtomicBool::new(false),
         }
     }
 
@@ -642,6 +647,12 @@ impl Pool {
             self.idle.lock().expect("plugin pool").push(process);
         }
         result
+    }
+
+    /// True the first time it is asked, false ever after: whether a failure of this
+    /// plugin is the first one, to be said on stderr.
+    pub fn first_failure(&self) -> bool {
+        !self.failure_said.swap(true, Ordering::SeqCst)
     }
 
     /// Writes a PNG for one request into the run's temporary directory.

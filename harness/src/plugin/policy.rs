@@ -133,10 +133,21 @@ impl VerificationPolicy for ExternalPolicy {
             ),
         });
         // The files live until the answer is read (`before` and `after` drop after).
-        self.pool.with_process(|p| {
+        let outcome = self.pool.with_process(|p| {
             let answer = p.request(request)?;
             judgement_from(&answer).map_err(|(kind, reason)| p.fail(kind, reason))
-        })
+        });
+        if let Err(e) = &outcome {
+            if self.pool.first_failure() {
+                eprintln!(
+                    "faultline: warning: verifier `{}` failed ({}): {}; its judgements are stored as infrastructure errors, not verdicts, and counted in the run's summary",
+                    self.name(),
+                    e.kind,
+                    e.reason
+                );
+            }
+        }
+        outcome
     }
 
     fn blocks(&self) -> bool {
