@@ -35,6 +35,46 @@ pub fn csv_field(s: &str) -> String {
     }
 }
 
+/// A CSV table written row by row: every field quoted as needed, and every row as wide
+/// as the header (a row that is not is a bug in its writer, caught by its tests).
+pub struct CsvTable {
+    width: usize,
+    text: String,
+}
+
+impl CsvTable {
+    /// A table with these columns.
+    pub fn new<S: AsRef<str>>(columns: &[S]) -> CsvTable {
+        let mut table = CsvTable {
+            width: columns.len(),
+            text: String::new(),
+        };
+        table.line(columns);
+        table
+    }
+
+    /// Appends one row.
+    pub fn row<S: AsRef<str>>(&mut self, fields: &[S]) {
+        assert_eq!(
+            fields.len(),
+            self.width,
+            "a CSV row must be as wide as its header"
+        );
+        self.line(fields);
+    }
+
+    fn line<S: AsRef<str>>(&mut self, fields: &[S]) {
+        let cells: Vec<String> = fields.iter().map(|f| csv_field(f.as_ref())).collect();
+        self.text.push_str(&cells.join(","));
+        self.text.push('\n');
+    }
+
+    /// The table's text.
+    pub fn finish(self) -> String {
+        self.text
+    }
+}
+
 /// A Markdown table cell from free text: pipes escaped, line breaks folded.
 pub fn md_cell(text: &str) -> String {
     text.replace('|', "\\|").replace(['\r', '\n'], " ")
