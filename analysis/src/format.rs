@@ -80,6 +80,29 @@ pub fn md_cell(text: &str) -> String {
     text.replace('|', "\\|").replace(['\r', '\n'], " ")
 }
 
+/// A Markdown table cell from text a plugin or an agent supplied (its stderr, an error
+/// built from its output), shown literally: `<`, `>` and `&` as entities, so no renderer
+/// takes it for HTML, every other character that can open Markdown syntax inside a cell
+/// (emphasis, code, links, images, strikethrough, pipes) backslash-escaped, line breaks
+/// folded.
+pub fn md_literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\r' | '\n' => out.push(' '),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' | '!' | '$' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The `n_eff` cell of a clustered rate, marked † (and `fallback` set) when the design
 /// effect could not be estimated.
 pub fn n_eff_cell(rate: Option<&ClusteredProportion>, fallback: &mut bool) -> String {
