@@ -90,6 +90,8 @@ pub struct ViewSummary {
 /// Writes the view of the run in `run_dir` (its `results.sqlite`, CSVs, plots and shots)
 /// into `out` (conventionally `run_dir/view`).
 pub fn generate(run_dir: &Path, out: &Path) -> Result<ViewSummary> {
+    // A report swap a kill interrupted is finished first: never a mixed set of tables.
+    faultline_analysis::report::swap::settle(run_dir)?;
     let db = ResultsDb::open_read_only(&run_dir.join("results.sqlite"))?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let prefix = relative_prefix(run_dir, out);
