@@ -17,7 +17,7 @@
 
 use crate::config::AnalysisConfig;
 use crate::db::{TrialRow, VerdictRow};
-use crate::format::{ci_columns, csv_field, fmt4, format_p};
+use crate::format::{fmt4, format_p, CsvTable};
 use crate::stats::{
     clustered_mcnemar, clustered_paired_difference_from_tables, clustered_standard_error,
     mcnemar_from_outcomes, paired_difference, tango_paired, BootstrapConfig, ClusteredSample,
@@ -27,7 +27,6 @@ use crate::tables::{caught, detected_fired};
 use faultline_faults::Fault;
 use faultline_tasks::seed::derive_analysis;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 /// One paired comparison row of the detection experiment.
 #[derive(Debug, Clone, PartialEq)]
@@ -273,52 +272,113 @@ pub fn pooled_caught(
         .collect()
 }
 
-/// The header of the columns [`paired_csv_columns`] fills, after a table's own key columns;
-/// `mean_a` and `mean_b` name the two means (e.g. `caught_a`).
-pub fn paired_csv_header(mean_a: &str, mean_b: &str) -> String {
-    format!("n,clusters,{mean_a},{mean_b},difference,ci_low,ci_high,ci_method,level,resamples,seed,score_low,score_high,score_method,n_eff,design_effect,correlation,mcnemar_b,mcnemar_c,test,test_statistic,test_p,informative_clusters,note")
+/// The columns [`paired_csv_columns`] fills, after a table's own key columns; `mean_a`
+/// and `mean_b` name the two means (e.g. `caught_a`), `difference` their difference.
+///
+/// `ci_low,ci_high,ci_method` are the main interval, the one `report.md` shows
+/// ([`PairedOutcomes::main_interval`]): the bootstrap's, or the score interval when the
+/// bootstrap's is degenerate, so a reader of these columns never gets a zero-width
+/// interval. The bootstrap's own interval stays in `bootstrap_low,bootstrap_high,
+/// bootstrap_method` (with its `resamples` and `seed`), the score interval in `score_*`.
+pub fn paired_csv_header(mean_a: &str, mean_b: &str, difference: &str) -> Vec<String> {
+    [
+        "n",
+        "clusters",
+        mean_a,
+        mean_b,
+        difference,
+        "ci_low",
+        "ci_high",
+        "ci_method",
+        "level",
+        "bootstrap_low",
+        "bootstrap_high",
+        "bootstrap_method",
+        "resamples",
+        "seed",
+        "score_low",
+        "score_high",
+        "score_method",
+        "n_eff",
+        "design_effect",
+        "correlation",
+        "mcnemar_b",
+        "mcnemar_c",
+        "test",
+        "test_statistic",
+        "test_p",
+        "informative_clusters",
+        "note",
+    ]
+    .map(str::to_string)
+    .to_vec()
 }
 
-/// A paired comparison's CSV columns (see [`paired_csv_header`]): counts, both means, the
-/// difference with its bootstrap interval and provenance, its score interval with the
-/// effective sample size it used, the correlation, the discordant counts and the paired
-/// test.
-pub fn paired_csv_columns(p: &PairedOutcomes, cfg: &AnalysisConfig) -> String {
-    let d = p.difference.as_ref();
-    format!(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-        p.n,
-        p.clusters,
+/// An interval's `low, high, method` fields, empty without an estimate.
+fn interval_fields(e: Option<&Estimate>) -> [String; 3] {
+    match e {
+        Some(e) => [fmt4(e.lower), fmt4(e.upper), e.method.to_string()],
+        None => Default::default(),
+    }
+}
+
+/// A paired comparison's CSV fields (see [`paired_csv_header`]): counts, both means, the
+/// difference with its main interval, the bootstrap's interval and provenance, the score
+/// interval with the effective sample size it used, the correlation, the discordant
+/// counts and the paired test.
+pub fn paired_csv_columns(p: &PairedOutcomes, cfg: &AnalysisConfig) -> Vec<String> {
+    let boot = p.difference.as_ref();
+    let mut fields = vec![
+        p.n.to_string(),
+        p.clusters.to_string(),
         fmt4(p.mean_a),
         fmt4(p.mean_b),
         fmt4(p.mean_b - p.mean_a),
-        ci_columns(d),
-        cfg.level.get(),
-        d.and_then(|e| e.resamples)
+    ];
+    fields.extend(interval_fields(Some(p.main_interval())));
+    fields.push(cfg.level.get().to_string());
+    fields.extend(interval_fields(boot));
+    fields.extend([
+        boot.and_then(|e| e.resamples)
             .map(|x| x.to_string())
             .unwrap_or_default(),
-        d.and_then(|e| e.seed)
+        boot.and_then(|e| e.seed)
             .map(|x| x.to_string())
             .unwrap_or_default(),
-        ci_columns(Some(&p.score)),
+    ]);
+    fields.extend(interval_fields(Some(&p.score)));
+    fields.extend([
         fmt4(p.n_effective),
         fmt4(p.design_effect),
         p.correlation.map(fmt4).unwrap_or_default(),
-        p.mcnemar.b,
-        p.mcnemar.c,
-        p.test.method,
+        p.mcnemar.b.to_string(),
+        p.mcnemar.c.to_string(),
+        p.test.method.to_string(),
         p.test.statistic.map(fmt4).unwrap_or_default(),
         format_p(p.test.p_value),
-        p.test.informative_clusters,
-        csv_field(&notes(p)),
-    )
+        p.test.informative_clusters.to_string(),
+        notes(p),
+    ]);
+    fields
 }
 
-/// The bootstrap's note and the score interval's, joined.
+/// Why the main interval is the score interval (when it is), then the bootstrap's note
+/// and the score interval's, joined.
 fn notes(p: &PairedOutcomes) -> String {
-    let boot = p.difference.as_ref().and_then(|e| e.note.as_deref());
+    let main = match &p.difference {
+        None => Some(
+            "fewer than 2 layouts: no bootstrap, the main interval is the score interval"
+                .to_string(),
+        ),
+        Some(_) if p.bootstrap_degenerate() => Some(
+            "bootstrap degenerate (zero width): the main interval is the score interval"
+                .to_string(),
+        ),
+        Some(_) => None,
+    };
+    let boot = p.difference.as_ref().and_then(|e| e.note.clone());
     let score = p.score.note.as_deref().map(|n| format!("score: {n}"));
-    [boot.map(str::to_string), score]
+    [main, boot, score]
         .into_iter()
         .flatten()
         .collect::<Vec<_>>()
@@ -327,22 +387,22 @@ fn notes(p: &PairedOutcomes) -> String {
 
 /// `comparisons.csv`: one row per [`Comparison`], key columns then the paired columns.
 pub fn comparisons_csv(rows: &[Comparison], cfg: &AnalysisConfig) -> String {
-    let mut out = format!(
-        "scope,fault,policy_a,policy_b,{}\n",
-        paired_csv_header("caught_a", "caught_b")
-    );
+    let mut columns: Vec<String> = ["scope", "fault", "policy_a", "policy_b"]
+        .map(str::to_string)
+        .to_vec();
+    columns.extend(paired_csv_header("caught_a", "caught_b", "difference"));
+    let mut table = CsvTable::new(&columns);
     for r in rows {
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{}",
-            r.scope,
-            csv_field(&r.fault),
-            csv_field(&r.policy_a),
-            csv_field(&r.policy_b),
-            paired_csv_columns(&r.paired, cfg),
-        );
+        let mut fields = vec![
+            r.scope.clone(),
+            r.fault.clone(),
+            r.policy_a.clone(),
+            r.policy_b.clone(),
+        ];
+        fields.extend(paired_csv_columns(&r.paired, cfg));
+        table.row(&fields);
     }
-    out
+    table.finish()
 }
 
 #[cfg(test)]
@@ -390,10 +450,10 @@ mod tests {
 
     /// Detection of one fault on 40 layouts, one trial each: A catches none, B all. The
     /// bootstrap's interval is `[+1.000, +1.000]` (every resample is +1); the score
-    /// interval keeps a width, the test is McNemar's exact test, and the report shows the
-    /// score interval in its place.
+    /// interval keeps a width, the test is McNemar's exact test, and the report and the
+    /// CSV's main columns show the score interval in its place.
     #[test]
-    fn zero_against_all_keeps_a_score_interval_with_width() {
+    fn csv_main_interval_is_the_score_interval_when_the_bootstrap_is_zero_width() {
         let (mut trials, mut verdicts) = (Vec::new(), Vec::new());
         for i in 0..40 {
             let key = format!("t{i}");
@@ -412,7 +472,7 @@ mod tests {
             &[Fault::UnscaledCoordinates],
             &cfg,
         );
-        let header = "scope,fault,policy_a,policy_b,n,clusters,caught_a,caught_b,difference,ci_low,ci_high,ci_method,level,resamples,seed,score_low,score_high,score_method,n_eff,design_effect,correlation,mcnemar_b,mcnemar_c,test,test_statistic,test_p,informative_clusters,note";
+        let header = "scope,fault,policy_a,policy_b,n,clusters,caught_a,caught_b,difference,ci_low,ci_high,ci_method,level,bootstrap_low,bootstrap_high,bootstrap_method,resamples,seed,score_low,score_high,score_method,n_eff,design_effect,correlation,mcnemar_b,mcnemar_c,test,test_statistic,test_p,informative_clusters,note";
         let csv = comparisons_csv(&rows, &cfg);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines[0], header);
@@ -421,13 +481,28 @@ mod tests {
             (fields["caught_a"], fields["caught_b"]),
             ("0.0000", "1.0000")
         );
-        assert_eq!((fields["ci_low"], fields["ci_high"]), ("1.0000", "1.0000"));
+        // The bootstrap's own columns keep its degenerate interval; the main columns carry
+        // the report's main interval, the score interval.
+        assert_eq!(
+            (fields["bootstrap_low"], fields["bootstrap_high"]),
+            ("1.0000", "1.0000")
+        );
+        assert_eq!(fields["bootstrap_method"], "bootstrap-percentile");
         let (low, high): (f64, f64) = (
             fields["score_low"].parse().unwrap(),
             fields["score_high"].parse().unwrap(),
         );
         assert!(low < 0.95 && low > 0.8 && high == 1.0, "[{low}, {high}]");
         assert_eq!(fields["score_method"], "tango-paired");
+        assert_eq!(
+            (fields["ci_low"], fields["ci_high"], fields["ci_method"]),
+            (fields["score_low"], fields["score_high"], "tango-paired")
+        );
+        assert!(
+            fields["note"].contains("bootstrap degenerate"),
+            "{}",
+            lines[1]
+        );
         assert_eq!(
             (fields["n_eff"], fields["design_effect"]),
             ("40.0000", "1.0000")
@@ -491,6 +566,81 @@ mod tests {
         let cp = cfg.proportion(56, 60).unwrap();
         assert!((cp.lower - 0.838013).abs() < 1e-5);
         assert!(cfg.proportion(0, 0).is_none());
-        assert_eq!(ci_columns(None), ",,");
+        assert_eq!(crate::format::ci_columns(None), ",,");
+    }
+
+    /// The rule every table keeps: a rate over n > 0 observations has an interval, and
+    /// the interval in the main columns is never zero-width, whatever the outcomes (all
+    /// equal, all discordant, one layout, many pairs per layout).
+    mod main_interval_property {
+        use super::*;
+        use crate::recovery::{recovery_comparisons_csv, RecoveryComparison};
+        use proptest::prelude::*;
+
+        /// `ci_low`, `ci_high` and `n` of every row of a paired CSV.
+        fn main_intervals(csv: &str) -> Vec<(usize, f64, f64)> {
+            let mut lines = csv.lines();
+            let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+            let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+            let (n, low, high) = (col("n"), col("ci_low"), col("ci_high"));
+            lines
+                .map(|l| {
+                    // The note (last) is the only field that may be quoted.
+                    let f: Vec<&str> = l.split(',').collect();
+                    (
+                        f[n].parse().unwrap(),
+                        f[low].parse().unwrap_or(f64::NAN),
+                        f[high].parse().unwrap_or(f64::NAN),
+                    )
+                })
+                .collect()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+            #[test]
+            fn no_main_interval_in_the_comparison_csvs_is_zero_width(
+                pairs in proptest::collection::vec((0u32..6, any::<bool>(), any::<bool>()), 1..40),
+                all_equal in any::<bool>(),
+            ) {
+                // Half the cases: every pair concordant, where the bootstrap is [0, 0].
+                let rows: Vec<(u32, bool, bool)> = pairs
+                    .into_iter()
+                    .map(|(k, a, b)| (k, a, if all_equal { a } else { b }))
+                    .collect();
+                let mut cfg = AnalysisConfig::for_run(3);
+                cfg.resamples = 200;
+                let paired = paired_outcomes(&rows, &cfg, 7).unwrap();
+                let detection = comparisons_csv(
+                    &[Comparison {
+                        scope: "all".into(),
+                        fault: "*".into(),
+                        policy_a: "a".into(),
+                        policy_b: "b".into(),
+                        paired: paired.clone(),
+                    }],
+                    &cfg,
+                );
+                let recovery = recovery_comparisons_csv(
+                    &[RecoveryComparison {
+                        scope: "all".into(),
+                        task: "*".into(),
+                        fault: "*".into(),
+                        agent: "scripted".into(),
+                        policy_a: "a".into(),
+                        policy_b: "b".into(),
+                        paired,
+                    }],
+                    &cfg,
+                );
+                for csv in [detection, recovery] {
+                    for (n, low, high) in main_intervals(&csv) {
+                        prop_assert!(n > 0);
+                        prop_assert!(low < high, "zero-width main interval [{low}, {high}] in\n{csv}");
+                    }
+                }
+            }
+        }
     }
 }

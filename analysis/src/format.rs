@@ -35,9 +35,72 @@ pub fn csv_field(s: &str) -> String {
     }
 }
 
+/// A CSV table written row by row: every field quoted as needed, and every row as wide
+/// as the header (a row that is not is a bug in its writer, caught by its tests).
+pub struct CsvTable {
+    width: usize,
+    text: String,
+}
+
+impl CsvTable {
+    /// A table with these columns.
+    pub fn new<S: AsRef<str>>(columns: &[S]) -> CsvTable {
+        let mut table = CsvTable {
+            width: columns.len(),
+            text: String::new(),
+        };
+        table.line(columns);
+        table
+    }
+
+    /// Appends one row.
+    pub fn row<S: AsRef<str>>(&mut self, fields: &[S]) {
+        assert_eq!(
+            fields.len(),
+            self.width,
+            "a CSV row must be as wide as its header"
+        );
+        self.line(fields);
+    }
+
+    fn line<S: AsRef<str>>(&mut self, fields: &[S]) {
+        let cells: Vec<String> = fields.iter().map(|f| csv_field(f.as_ref())).collect();
+        self.text.push_str(&cells.join(","));
+        self.text.push('\n');
+    }
+
+    /// The table's text.
+    pub fn finish(self) -> String {
+        self.text
+    }
+}
+
 /// A Markdown table cell from free text: pipes escaped, line breaks folded.
 pub fn md_cell(text: &str) -> String {
     text.replace('|', "\\|").replace(['\r', '\n'], " ")
+}
+
+/// A Markdown table cell from text a plugin or an agent supplied (its stderr, an error
+/// built from its output), shown literally: `<`, `>` and `&` as entities, so no renderer
+/// takes it for HTML, every other character that can open Markdown syntax inside a cell
+/// (emphasis, code, links, images, strikethrough, pipes) backslash-escaped, line breaks
+/// folded.
+pub fn md_literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\r' | '\n' => out.push(' '),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' | '!' | '$' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The `n_eff` cell of a clustered rate, marked † (and `fallback` set) when the design

@@ -14,6 +14,7 @@
 //! policies only produces exactly the report it produced before.
 
 use crate::db::{InfraErrorRow, ResultsDb};
+use crate::format::md_literal;
 
 /// The `policy` of an infrastructure error of the harness itself (the browser died, a
 /// renderer crashed, a page hung, a navigation or the model endpoint failed), as opposed
@@ -121,7 +122,6 @@ pub fn section(rows: &[InfraErrorRow], external: &[String]) -> String {
         );
     }
     md.push_str("\n| item | policy | attempt | kind | reason | stderr (last line) |\n|---|---|---:|---|---|---|\n");
-    let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
     for r in rows {
         let last = r.stderr_tail.lines().rev().find(|l| !l.trim().is_empty());
         let _ = writeln!(
@@ -131,8 +131,8 @@ pub fn section(rows: &[InfraErrorRow], external: &[String]) -> String {
             r.policy,
             r.attempt,
             r.kind,
-            cell(&r.reason),
-            cell(last.unwrap_or(""))
+            md_literal(&r.reason),
+            md_literal(last.unwrap_or(""))
         );
     }
     md
@@ -297,7 +297,6 @@ pub fn harness_section(items: &[HarnessItem]) -> String {
         );
     }
     md.push_str("\n| item | outcome | attempt | kind | reason |\n|---|---|---:|---|---|\n");
-    let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
     for item in items {
         for (attempt, kind, reason) in &item.failures {
             let _ = writeln!(
@@ -311,7 +310,7 @@ pub fn harness_section(items: &[HarnessItem]) -> String {
                 },
                 attempt,
                 kind,
-                cell(reason)
+                md_literal(reason)
             );
         }
     }
@@ -358,5 +357,45 @@ mod tests {
         assert!(md.contains("it \\| broke | ValueError: boom |"), "{md}");
         assert_eq!(md.matches("detection/grid/").count(), 2);
         assert!(section(&[], &["mine".into()]).contains("No infrastructure errors."));
+    }
+
+    /// A plugin's stderr and the reasons built from its output are its text, not the
+    /// report's: they reach `report.md` as literal text, never as HTML or table syntax.
+    #[test]
+    fn plugin_text_in_report_md_is_escaped_not_raw_html() {
+        let mut row = e("detection/grid/000/working", "mine", "crash", 1);
+        row.reason = "malformed JSON: <img src=x onerror=alert(1)> & *bold*".into();
+        row.stderr_tail = "ok\n<script>alert('x')</script> | [link](http://x) `tick`\n".into();
+        let md = section(&[row], &["mine".into()]);
+        let line = md
+            .lines()
+            .find(|l| l.starts_with("| detection/grid/000/working"))
+            .unwrap();
+        for raw in [
+            "<script>",
+            "</script>",
+            "<img",
+            " & ",
+            "*bold*",
+            "[link]",
+            "`tick`",
+        ] {
+            assert!(!line.contains(raw), "`{raw}` reached report.md raw: {line}");
+        }
+        assert!(
+            line.contains("&lt;script&gt;alert('x')&lt;/script&gt;"),
+            "{line}"
+        );
+        // Six cells: the stderr's pipe does not open a seventh.
+        let unescaped_pipes =
+            line.len() - line.replace('|', "").len() - line.matches("\\|").count();
+        assert_eq!(unescaped_pipes, 7, "{line}");
+        let failed = HarnessItem {
+            item_key: "recovery/grid/x/outcome/mine/r0/000".into(),
+            completed: false,
+            failures: vec![(1, "agent_process".into(), "said <b>|</b>".into())],
+        };
+        let md = harness_section(&[failed]);
+        assert!(md.contains("said &lt;b&gt;\\|&lt;/b&gt;"), "{md}");
     }
 }

@@ -16,7 +16,7 @@
 use crate::compare::{paired_csv_columns, paired_csv_header, paired_outcomes, PairedOutcomes};
 use crate::config::AnalysisConfig;
 use crate::db::EpisodeRow;
-use crate::format::{ci_columns, csv_field, fmt4};
+use crate::format::{ci_columns, csv_field, fmt4, CsvTable};
 use crate::stats::{clustered_wilson, ClusteredProportion, ClusteredSample};
 use crate::tables::policy_rank;
 use faultline_faults::Fault;
@@ -387,24 +387,24 @@ pub fn recovery_comparisons(
 
 /// `recovery_comparisons.csv`, in the style of `comparisons.csv`.
 pub fn recovery_comparisons_csv(rows: &[RecoveryComparison], cfg: &AnalysisConfig) -> String {
-    let mut out = format!(
-        "scope,task,fault,agent,policy_a,policy_b,{}\n",
-        paired_csv_header("success_a", "success_b")
-    );
+    let mut columns: Vec<String> = ["scope", "task", "fault", "agent", "policy_a", "policy_b"]
+        .map(str::to_string)
+        .to_vec();
+    columns.extend(paired_csv_header("success_a", "success_b", "difference"));
+    let mut table = CsvTable::new(&columns);
     for r in rows {
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{},{},{}",
-            r.scope,
-            csv_field(&r.task),
-            csv_field(&r.fault),
-            csv_field(&r.agent),
-            csv_field(&r.policy_a),
-            csv_field(&r.policy_b),
-            paired_csv_columns(&r.paired, cfg),
-        );
+        let mut fields = vec![
+            r.scope.clone(),
+            r.task.clone(),
+            r.fault.clone(),
+            r.agent.clone(),
+            r.policy_a.clone(),
+            r.policy_b.clone(),
+        ];
+        fields.extend(paired_csv_columns(&r.paired, cfg));
+        table.row(&fields);
     }
-    out
+    table.finish()
 }
 
 /// The policy whose recovery gain [`recovery_gain`] measures, and its baseline.
@@ -452,23 +452,19 @@ pub fn recovery_gain(episodes: &[EpisodeRow], cfg: &AnalysisConfig) -> Vec<Recov
 /// `recovery_gain.csv`: [`recovery_gain`]'s rows, `gain` = success of `outcome` minus
 /// success of `unverified`.
 pub fn recovery_gain_csv(rows: &[RecoveryComparison], cfg: &AnalysisConfig) -> String {
-    let header = paired_csv_header("success_unverified", "success_outcome").replacen(
-        ",difference,",
-        ",gain,",
-        1,
-    );
-    let mut out = format!("scope,task,agent,{header}\n");
+    let mut columns: Vec<String> = ["scope", "task", "agent"].map(str::to_string).to_vec();
+    columns.extend(paired_csv_header(
+        "success_unverified",
+        "success_outcome",
+        "gain",
+    ));
+    let mut table = CsvTable::new(&columns);
     for r in rows {
-        let _ = writeln!(
-            out,
-            "{},{},{},{}",
-            r.scope,
-            csv_field(&r.task),
-            csv_field(&r.agent),
-            paired_csv_columns(&r.paired, cfg),
-        );
+        let mut fields = vec![r.scope.clone(), r.task.clone(), r.agent.clone()];
+        fields.extend(paired_csv_columns(&r.paired, cfg));
+        table.row(&fields);
     }
-    out
+    table.finish()
 }
 
 /// Everything the report needs from the episodes.
@@ -754,7 +750,7 @@ pub(crate) mod tests {
         assert_eq!(recovery_comparisons(&episodes, &policies(), &cfg), rows);
         let csv = recovery_comparisons_csv(&rows, &cfg);
         let lines: Vec<&str> = csv.lines().collect();
-        assert_eq!(lines[0], "scope,task,fault,agent,policy_a,policy_b,n,clusters,success_a,success_b,difference,ci_low,ci_high,ci_method,level,resamples,seed,score_low,score_high,score_method,n_eff,design_effect,correlation,mcnemar_b,mcnemar_c,test,test_statistic,test_p,informative_clusters,note");
+        assert_eq!(lines[0], "scope,task,fault,agent,policy_a,policy_b,n,clusters,success_a,success_b,difference,ci_low,ci_high,ci_method,level,bootstrap_low,bootstrap_high,bootstrap_method,resamples,seed,score_low,score_high,score_method,n_eff,design_effect,correlation,mcnemar_b,mcnemar_c,test,test_statistic,test_p,informative_clusters,note");
         assert!(lines[1].starts_with(
             "cell,frame,feedback.iframe_no_change,scripted,unverified,outcome,12,4,0.0000,0.7500,0.7500,"
         ));

@@ -12,7 +12,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use faultline_tasks::{DecisionSet, TaskKind};
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// faultline: fault injection and evaluation for browser-agent harnesses.
 ///
@@ -338,6 +338,8 @@ fn gate(args: GateArgs) -> Result<()> {
         }
         None => Rules::default(),
     };
+    settle_report(&args.baseline)?;
+    settle_report(&args.candidate)?;
     let baseline = gate::load_input(&args.baseline).map_err(usage)?;
     let candidate = gate::load_input(&args.candidate).map_err(usage)?;
     let names = (
@@ -884,7 +886,26 @@ fn import(args: ImportArgs) -> Result<()> {
     Ok(())
 }
 
+/// Before a run directory (or a file in one) is read: finishes a report swap a kill
+/// interrupted there, or refuses to read it half swapped (see `report::swap::settle`).
+/// Anything that is not in a run directory (a baseline file) is left alone.
+fn settle_report(path: &Path) -> Result<()> {
+    let dir = if path.is_dir() {
+        path
+    } else {
+        match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        }
+    };
+    if !dir.join("results.sqlite").is_file() {
+        return Ok(());
+    }
+    faultline_analysis::report::swap::settle(dir).map_err(usage)
+}
+
 fn costs(args: CostsArgs) -> Result<()> {
+    settle_report(&args.run)?;
     let path = if args.run.is_dir() {
         args.run.join("results.sqlite")
     } else {

@@ -463,3 +463,89 @@ fn regression_the_gate_fails_closed_on_missing_policies_bad_rules_and_duplicate_
         "{stderr}"
     );
 }
+
+/// Regression (with renames slowed, a kill during the report's swap left a mixed set, or
+/// no `plots/`, that `view`, `gate` and `costs` read as it was until the next `report` or
+/// `run`). A new report set is staged and its swap stopped half way, after the old
+/// `plots/` has moved aside and before the new one moved in (the swap's own steps, the
+/// kill simulated); each reader then finishes the swap before it reads: it succeeds and
+/// the directory holds exactly the new set.
+#[test]
+fn regression_readers_finish_a_report_swap_killed_between_renames() {
+    use faultline_analysis::report::swap;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("small.toml");
+    std::fs::write(
+        &cfg,
+        "tasks = [\"grid\"]\nlayouts = 2\npolicies = [\"unverified\", \"outcome\"]\n[recovery]\nenabled = false\n",
+    )
+    .unwrap();
+    let run = dir.path().join("run");
+    let (code, _, stderr) = run_config(&cfg, &run);
+    assert_eq!(code, 0, "{stderr}");
+    let db = run.join("results.sqlite");
+    let db_arg = db.to_str().unwrap();
+    // The new set: the report at another level, written undisturbed elsewhere.
+    let new = dir.path().join("new");
+    let (code, _, stderr) = faultline(&[
+        "report",
+        db_arg,
+        "--level",
+        "0.80",
+        "--out",
+        new.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let entries: Vec<String> = std::fs::read_to_string(new.join(swap::MANIFEST))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let plots_at = entries.iter().position(|e| e == "plots").unwrap();
+    let names = report_names(&new);
+    let new_set = report_files(&new, &names);
+    let run_arg = run.to_str().unwrap();
+    let readers: [&[&str]; 3] = [
+        &["view", run_arg],
+        &["gate", run_arg, run_arg],
+        &["costs", run_arg],
+    ];
+    for reader in readers {
+        // The old set back in place, then the new one staged and its swap killed.
+        let (code, _, stderr) = faultline(&["report", db_arg]);
+        assert_eq!(code, 0, "{stderr}");
+        let staging = swap::Staging::begin(&run).unwrap();
+        for e in &entries {
+            let (from, to) = (new.join(e), staging.dir().join(e));
+            if from.is_dir() {
+                std::fs::create_dir(&to).unwrap();
+                for f in std::fs::read_dir(&from).unwrap().flatten() {
+                    std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
+                }
+            } else {
+                std::fs::copy(&from, &to).unwrap();
+            }
+        }
+        // Every entry before `plots` renamed, and the old `plots/` moved aside.
+        staging.commit_killed_after(plots_at + 1).unwrap();
+        assert!(!run.join("plots").exists(), "the kill left no plots/");
+        assert_ne!(
+            report_files(&run, &names),
+            new_set,
+            "the kill left a mixed set"
+        );
+
+        let (code, _, stderr) = faultline(reader);
+        assert_eq!(code, 0, "{reader:?}: {stderr}");
+        let now = report_files(&run, &names);
+        let differ: Vec<&String> = names
+            .iter()
+            .filter(|n| now.iter().find(|f| &f.0 == *n) != new_set.iter().find(|f| &f.0 == *n))
+            .collect();
+        assert!(
+            differ.is_empty(),
+            "{reader:?} did not finish the swap before reading: {differ:?}"
+        );
+        assert!(!run.join(swap::STAGING).exists(), "{reader:?}");
+    }
+}

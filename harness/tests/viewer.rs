@@ -339,3 +339,60 @@ async fn the_view_opens_from_disk_and_agrees_with_the_database() {
     harness.shutdown().await;
     result
 }
+
+/// Regression (`faultline view` wrote a second copy of every screenshot it shows: 110 MB
+/// beside a 122 MB catalogue run). In the default layout (the view inside the run) the
+/// pages reference the run's own `shots/` and no screenshot's bytes are in the view; a
+/// view elsewhere on the same filesystem hard-links them rather than copying, and
+/// generating it twice still gives the same files.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_the_view_never_duplicates_a_screenshot() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    common::run_limited(&run, 1, false, Some(8), Some(2)).await;
+    let shots = files(&run.join("shots"));
+    assert!(!shots.is_empty());
+    let shot_bytes: std::collections::BTreeSet<&Vec<u8>> = shots.values().collect();
+
+    let inside = files(&run.join("view"));
+    let duplicated: Vec<&PathBuf> = inside
+        .iter()
+        .filter(|(_, bytes)| shot_bytes.contains(bytes))
+        .map(|(p, _)| p)
+        .collect();
+    assert!(
+        duplicated.is_empty(),
+        "screenshots duplicated in the view: {duplicated:?}"
+    );
+
+    let elsewhere = tmp.path().join("elsewhere");
+    faultline_viewer::generate(&run, &elsewhere).unwrap();
+    let first = files(&elsewhere);
+    let linked: Vec<&PathBuf> = first
+        .keys()
+        .filter(|p| p.starts_with("run/shots"))
+        .collect();
+    assert!(
+        !linked.is_empty(),
+        "a view elsewhere still shows screenshots"
+    );
+    for p in linked {
+        let (view, source) = (
+            std::fs::metadata(elsewhere.join(p)).unwrap(),
+            std::fs::metadata(run.join(p.strip_prefix("run").unwrap())).unwrap(),
+        );
+        assert_eq!(
+            (view.dev(), view.ino()),
+            (source.dev(), source.ino()),
+            "{} is a copy, not a link to the run's screenshot",
+            p.display()
+        );
+    }
+    faultline_viewer::generate(&run, &elsewhere).unwrap();
+    assert!(first == files(&elsewhere), "regenerating changed the view");
+    assert!(
+        files(&run.join("shots")) == shots,
+        "the run's screenshots are untouched"
+    );
+}

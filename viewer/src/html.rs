@@ -59,7 +59,7 @@ const TABLES: &[(&str, &str, &str, &str, &str)] = &[
         "comparisons.csv",
         "Paired differences (detection)",
         "trials",
-        "Every policy pair (B − A) on the same fired trials: caught rates, paired difference with its cluster-bootstrap interval, McNemar's exact test. “browse” lists the pair's trials, the discordant ones first selectable.",
+        "Every policy pair (B − A) on the same fired trials: caught rates, paired difference with its interval (the cluster bootstrap's, or Tango's where the bootstrap's has no width), the paired test. “browse” lists the pair's trials, the discordant ones first selectable.",
     ),
     (
         "recovery",
@@ -84,7 +84,8 @@ const TABLES: &[(&str, &str, &str, &str, &str)] = &[
     ),
 ];
 
-/// Columns left out of the page (they stay in the CSV): bootstrap bookkeeping.
+/// Columns left out of the page (they stay in the CSV): bootstrap bookkeeping, and the
+/// main interval, shown in its own column.
 const HIDDEN: &[&str] = &[
     "seed",
     "resamples",
@@ -92,6 +93,9 @@ const HIDDEN: &[&str] = &[
     "ci_method",
     "ci_low",
     "ci_high",
+    "bootstrap_low",
+    "bootstrap_high",
+    "bootstrap_method",
 ];
 
 fn numeric(s: &str) -> bool {

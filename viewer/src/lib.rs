@@ -50,7 +50,9 @@
 //! ```
 //!
 //! Screenshots and plots are referenced where they are (`../shots/…`, `../plots/…`) when
-//! the view sits inside the run directory, and copied beside the view otherwise.
+//! the view sits inside the run directory (the default: no second copy of a run's
+//! screenshots), and placed beside the view otherwise (`run/shots/…`): hard-linked when
+//! the view is on the run's filesystem, copied only when it is not.
 //!
 //! # Determinism
 //!
@@ -90,6 +92,8 @@ pub struct ViewSummary {
 /// Writes the view of the run in `run_dir` (its `results.sqlite`, CSVs, plots and shots)
 /// into `out` (conventionally `run_dir/view`).
 pub fn generate(run_dir: &Path, out: &Path) -> Result<ViewSummary> {
+    // A report swap a kill interrupted is finished first: never a mixed set of tables.
+    faultline_analysis::report::swap::settle(run_dir)?;
     let db = ResultsDb::open_read_only(&run_dir.join("results.sqlite"))?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let prefix = relative_prefix(run_dir, out);
@@ -236,12 +240,35 @@ impl Assets {
             if let Some(parent) = dst.parent() {
                 std::fs::create_dir_all(parent)?;
             }
-            let bytes =
-                std::fs::read(&src).with_context(|| format!("reading {}", src.display()))?;
-            write_if_changed(&dst, &bytes)?;
+            place(&src, &dst)?;
         }
         Ok(())
     }
+}
+
+/// Puts the run's file `src` at `dst` in a view outside the run without a second copy
+/// where it can: a hard link when both are on one filesystem, a copy only otherwise.
+/// A `dst` that already is `src` is left alone.
+fn place(src: &Path, dst: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    if let (Ok(s), Ok(d)) = (std::fs::metadata(src), std::fs::metadata(dst)) {
+        if (s.dev(), s.ino()) == (d.dev(), d.ino()) {
+            return Ok(());
+        }
+    }
+    // Replaced, never written through: an older `dst` may itself be a link to a file of
+    // some run.
+    match std::fs::remove_file(dst) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("replacing {}", dst.display()))
+        }
+        _ => {}
+    }
+    if std::fs::hard_link(src, dst).is_ok() {
+        return Ok(());
+    }
+    let bytes = std::fs::read(src).with_context(|| format!("reading {}", src.display()))?;
+    std::fs::write(dst, bytes).with_context(|| format!("writing {}", dst.display()))
 }
 
 /// Thumbnails to make: source file -> thumbnail file name (content-addressed).

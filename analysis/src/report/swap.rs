@@ -17,8 +17,17 @@
 //! same directory, before it writes anything, and by [`recover`]: the set is then exactly
 //! the new one. The window in which a reader can see a mixed set is the few renames of
 //! step 3, not the seconds it takes to compute and draw a report.
+//!
+//! Readers of a run directory (`faultline view`, `gate`, `costs`) call [`settle`] first:
+//! a staging directory left there is finished (or discarded, when never committed) before
+//! they read, so a kill during step 3 is not read as it is until the next report. A
+//! writer holds `<out>/.report.lock` (an exclusive `flock`) from staging to the end of its
+//! swap, and [`settle`] takes it before touching anything, so a reader never finishes,
+//! or discards, the swap of a report still being written: it waits for it. A directory
+//! the reader cannot lock or write, with a swap pending, is refused with a message
+//! naming the command that finishes it.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -30,23 +39,57 @@ const COMPLETE: &str = ".complete";
 pub const MANIFEST: &str = ".report-files";
 /// Where the previous `plots/` waits while the new one moves in.
 const OLD_PLOTS: &str = ".report.old-plots";
+/// The lock a writer holds from staging to the end of its swap.
+pub const LOCK: &str = ".report.lock";
 
-/// A report being written: its staging directory.
+/// An exclusive `flock` on `<out>/.report.lock`, released when dropped (or when the
+/// process ends, however it ends).
+struct ReportLock {
+    _file: std::fs::File,
+}
+
+impl ReportLock {
+    /// Waits for the lock: a report being written in `out` finishes its swap first.
+    fn acquire(out: &Path) -> Result<ReportLock> {
+        use std::os::fd::AsRawFd;
+        let path = out.join(LOCK);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        // SAFETY: flock only reads the descriptor, which `file` keeps open.
+        while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e).with_context(|| format!("locking {}", path.display()));
+            }
+        }
+        Ok(ReportLock { _file: file })
+    }
+}
+
+/// A report being written: its staging directory, and the lock that keeps readers from
+/// finishing (or discarding) its swap while it is under way.
 pub struct Staging {
     out: PathBuf,
     dir: PathBuf,
+    _lock: ReportLock,
 }
 
 impl Staging {
     /// Finishes or discards an interrupted swap in `out`, then starts an empty staging
     /// directory.
     pub fn begin(out: &Path) -> Result<Staging> {
+        let lock = ReportLock::acquire(out)?;
         recover(out)?;
         let dir = out.join(STAGING);
         std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
         Ok(Staging {
             out: out.to_path_buf(),
             dir,
+            _lock: lock,
         })
     }
 
@@ -58,6 +101,16 @@ impl Staging {
     /// Makes the staged set the report (steps 2 and 3) and returns where a staged path
     /// now lives.
     pub fn commit(self) -> Result<Committed> {
+        self.mark()?;
+        recover(&self.out)?;
+        Ok(Committed {
+            staging: self.dir.clone(),
+            out: self.out.clone(),
+        })
+    }
+
+    /// Step 2: the marker listing the staged entries.
+    fn mark(&self) -> Result<()> {
         let mut entries = Vec::new();
         for entry in read_dir(&self.dir)? {
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -67,13 +120,37 @@ impl Staging {
         }
         entries.sort();
         let list: String = entries.iter().map(|e| format!("{e}\n")).collect();
-        write_new(&self.dir.join(COMPLETE), &list)?;
-        recover(&self.out)?;
-        Ok(Committed {
-            staging: self.dir,
-            out: self.out,
-        })
+        write_new(&self.dir.join(COMPLETE), &list)
     }
+
+    /// What a kill during step 3 leaves: the marker written, then only the first
+    /// `renames` renames done, and the lock released as a dying process releases it. For
+    /// tests of the readers, which must not read such a directory as it is.
+    #[doc(hidden)]
+    pub fn commit_killed_after(self, renames: usize) -> Result<()> {
+        self.mark()?;
+        roll_forward(&self.out, Some(renames))
+    }
+}
+
+/// Makes a run directory safe to read: waits for a report being written there to finish
+/// its swap, then finishes a swap a kill interrupted (or discards a staging directory that
+/// was never committed), so a reader sees one whole report set. Nothing to do (and nothing
+/// written) when no staging directory is there. A pending swap that cannot be finished
+/// (a read-only directory, a damaged list) is refused: the error names the command that
+/// finishes it.
+pub fn settle(out: &Path) -> Result<()> {
+    if !out.join(STAGING).exists() {
+        return Ok(());
+    }
+    let finished = ReportLock::acquire(out).and_then(|_lock| recover(out));
+    finished.map_err(|e| {
+        anyhow!(
+            "{}: its report set is half swapped in (a `faultline report` or `run` was interrupted while replacing it), and it cannot be finished here: {e:#}; run `faultline report {}` to finish it",
+            out.display(),
+            out.join("results.sqlite").display()
+        )
+    })
 }
 
 /// A committed report: maps the paths writers returned (under the staging directory) to
@@ -94,7 +171,22 @@ impl Committed {
 
 /// Finishes a swap interrupted after its marker was written, or discards a staging
 /// directory that never got one. Idempotent; a directory with no staging is left as is.
+/// The caller holds the lock (or knows no report is being written there).
 pub fn recover(out: &Path) -> Result<()> {
+    roll_forward(out, None)
+}
+
+/// [`recover`], stopping (as a kill would) before rename number `renames` when given.
+fn roll_forward(out: &Path, renames: Option<usize>) -> Result<()> {
+    let mut budget = renames;
+    let mut may_rename = || match &mut budget {
+        None => true,
+        Some(0) => false,
+        Some(n) => {
+            *n -= 1;
+            true
+        }
+    };
     let staging = out.join(STAGING);
     if !staging.exists() {
         return Ok(());
@@ -124,13 +216,17 @@ pub fn recover(out: &Path) -> Result<()> {
                     .with_context(|| format!("removing {}", old.display()))?;
             }
             if to.exists() {
+                if !may_rename() {
+                    return Ok(());
+                }
                 std::fs::rename(&to, &old)
                     .with_context(|| format!("moving {} aside", to.display()))?;
             }
-            rename(&from, &to)?;
-        } else {
-            rename(&from, &to)?;
         }
+        if !may_rename() {
+            return Ok(());
+        }
+        rename(&from, &to)?;
     }
     // The previous set's entries the new one lacks.
     let manifest = out.join(MANIFEST);
@@ -237,6 +333,7 @@ mod tests {
             tree(out),
             vec![
                 (MANIFEST.into(), "a.csv\nplots\n".into()),
+                (LOCK.into(), String::new()),
                 ("a.csv".into(), "new a".into()),
                 ("plots/p.svg".into(), "new plot".into()),
                 ("results.sqlite".into(), "db".into()),
@@ -292,6 +389,65 @@ mod tests {
         std::fs::rename(out.join("plots"), out.join(OLD_PLOTS)).unwrap();
         recover(out).unwrap();
         assert_eq!(tree(out), tree(clean.path()));
+    }
+
+    /// A reader waits for a report still being written (its staging has no marker yet)
+    /// instead of discarding it, then reads the whole new set.
+    #[test]
+    fn a_reader_waits_for_a_report_being_written_and_never_discards_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().to_path_buf();
+        set(&out, &[("a.csv", "old a")], "old plot")
+            .commit()
+            .unwrap();
+        let writing = set(&out, &[("a.csv", "new a")], "new plot");
+        let reader = {
+            let out = out.clone();
+            std::thread::spawn(move || settle(&out).map(|()| tree(&out)))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(!reader.is_finished(), "the reader waits for the writer");
+        assert!(writing.dir().join("a.csv").exists(), "nothing discarded");
+        writing.commit().unwrap();
+        let seen = reader.join().unwrap().unwrap();
+        assert!(seen.contains(&("a.csv".into(), "new a".into())), "{seen:?}");
+    }
+
+    /// A swap killed half way is finished by [`settle`]; one it cannot finish is refused
+    /// with the command that finishes it.
+    #[test]
+    fn settle_finishes_a_killed_swap_or_refuses_naming_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        set(out, &[("a.csv", "old a"), ("b.csv", "old b")], "old plot")
+            .commit()
+            .unwrap();
+        set(out, &[("a.csv", "new a"), ("b.csv", "new b")], "new plot")
+            .commit_killed_after(3)
+            .unwrap();
+        assert!(
+            !out.join("plots").exists(),
+            "killed with the old plots aside"
+        );
+        settle(out).unwrap();
+        assert_eq!(
+            tree(out),
+            vec![
+                (MANIFEST.into(), "a.csv\nb.csv\nplots\n".into()),
+                (LOCK.into(), String::new()),
+                ("a.csv".into(), "new a".into()),
+                ("b.csv".into(), "new b".into()),
+                ("plots/p.svg".into(), "new plot".into()),
+            ]
+        );
+        let damaged = set(out, &[("a.csv", "a")], "p");
+        std::fs::write(damaged.dir().join(COMPLETE), "../elsewhere\n").unwrap();
+        drop(damaged);
+        let e = format!("{:#}", settle(out).unwrap_err());
+        assert!(
+            e.contains("half swapped in") && e.contains("faultline report"),
+            "{e}"
+        );
     }
 
     #[test]
