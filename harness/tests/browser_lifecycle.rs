@@ -1,7 +1,9 @@
 //! No Chromium outlives faultline: not after a normal close, and not after the process
-//! that started it is SIGKILLed.
+//! that started it is SIGKILLed. And none dies before it: not when the thread that
+//! started it exits.
 
-use faultline::engine::browser::{find_chromium, BrowserHandle};
+use faultline::engine::browser::{find_chromium, BrowserHandle, Isolation, PoolSize};
+use faultline_tasks::Size;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -122,4 +124,47 @@ fn sigkilled_parent_takes_its_browser_with_it() {
         wait_dead(pid),
         "chromium {pid} survived its parent's SIGKILL"
     );
+}
+
+/// Regression: Chromium gets `PR_SET_PDEATHSIG`, which fires when the *thread* that
+/// forked it exits, not the harness. A browser started (or restarted) from a thread that
+/// later exits (a tokio worker that gave its work away in `block_in_place` and then idled
+/// out of the blocking pool) was SIGKILLed under the run.
+#[test]
+fn regression_a_browser_outlives_the_thread_that_started_it() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let executable = find_chromium(None).unwrap();
+    let handle = runtime.handle().clone();
+    let browser = std::thread::spawn(move || handle.block_on(BrowserHandle::launch(&executable)))
+        .join()
+        .unwrap()
+        .unwrap();
+    let pid = browser.pid().unwrap();
+    // The starting thread is gone; a parent-death signal would have arrived by now.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        alive(pid),
+        "chromium {pid} died with the thread that started it"
+    );
+    runtime.block_on(async {
+        let pool = browser.page_pool(
+            Size {
+                width: 400,
+                height: 300,
+            },
+            PoolSize::fixed(1),
+            "about:blank".into(),
+            Isolation::FreshContext,
+        );
+        let page = pool.take().await.expect("the browser opens a page");
+        assert_eq!(page.eval("6 * 7").await.unwrap(), 42);
+        page.close().await;
+        drop(pool);
+        browser.close().await;
+    });
+    assert!(wait_dead(pid), "chromium {pid} survived close()");
 }

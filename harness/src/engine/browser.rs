@@ -3,6 +3,8 @@
 //! We start Chromium ourselves rather than through chromiumoxide's launcher so that the
 //! child gets `PR_SET_PDEATHSIG = SIGKILL`: if faultline dies for any reason (even
 //! SIGKILL), the kernel kills its browser too, and no Chromium outlives a run or a test.
+//! It is forked from a thread that lives as long as the harness ([`crate::children`]):
+//! the signal follows the thread that started the browser.
 //!
 //! Trials are kept apart in one of two ways ([`Isolation`]): each gets a page in a new
 //! browser context (fresh cookies, storage and cache, and a new renderer process), or a
@@ -207,17 +209,8 @@ impl BrowserHandle {
             // Its own process group, so closing kills every process it started even when
             // `executable` is a wrapper that does not `exec`.
             .process_group(0);
-        // SAFETY: prctl is async-signal-safe and touches only the child's own state.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let mut child = cmd
-            .spawn()
+        let mut child = crate::children::spawn_async(cmd)
+            .await
             .with_context(|| format!("starting Chromium at {}", executable.display()))?;
         let stderr = child.stderr.take().expect("stderr is piped");
         let mut lines = BufReader::new(stderr).lines();
