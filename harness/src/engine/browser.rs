@@ -420,6 +420,9 @@ impl BrowserHandle {
         while tokio::time::Instant::now() < deadline
             && (!self.reaper.is_finished() || group_alive(self.pid))
         {
+            // Helpers that outlived the browser's main process are the harness's own
+            // children under `faultline` (see `crate::children`): zombies until reaped.
+            crate::children::reap_adopted();
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }

@@ -52,9 +52,10 @@
 //! killed (the whole group) when it is dropped: at the end of a run, when the harness is
 //! interrupted (Ctrl-C drops the run), and after any failure. Processes are started from
 //! one thread that lives as long as the harness, since that signal follows the thread
-//! that started a process, not the harness ([`crate::children`]). The per-request timeout
-//! runs only while a request waits for its answer: an agent is not charged for the
-//! harness executing its action (a `wait` at the cap included).
+//! that started a process, not the harness; what one detaches from its group (`setsid`)
+//! is adopted by the `faultline` binary and killed at its end ([`crate::children`]). The
+//! per-request timeout runs only while a request waits for its answer: an agent is not
+//! charged for the harness executing its action (a `wait` at the cap included).
 //!
 //! # Failure is not a verdict
 //!
