@@ -15,10 +15,17 @@ run-miniwob *ARGS: chromium
 
 # Run every test: unit, property and integration tests against real Chromium.
 test: chromium
+    #!/usr/bin/env bash
+    set -euo pipefail
+    # A temp dir of this run's own holds its browsers' profiles, so the check below
+    # counts this run's browsers only, never another faultline run's on the machine.
+    export TMPDIR=$(mktemp -d -t faultline-test-XXXXXX)
+    trap 'rm -rf "$TMPDIR"' EXIT
     cargo test --workspace --all-targets
     cargo test --workspace --doc
-    @if pgrep -f '[f]aultline-chromium-' > /dev/null; then echo "Chromium processes survived the tests:"; pgrep -af '[f]aultline-chromium-'; exit 1; fi
-    @echo "no Chromium process survived the test suite"
+    ours="[u]ser-data-dir=$TMPDIR/.*faultline-chromium-"
+    if pgrep -f "$ours" > /dev/null; then echo "Chromium processes survived the tests:"; pgrep -af "$ours"; exit 1; fi
+    echo "no Chromium process survived the test suite"
 
 # Benchmarks: cluster bootstrap, plugin protocol overhead, the default run's costs, full
 # report rebuild time, viewer. Extras, also together (`just bench build catalogue`):

@@ -11,6 +11,8 @@
 //!   work items, decisions and recorders, the manifest and the stored rows;
 //! - [`plugin`]: other people's verifiers and agents, run as long-lived processes that
 //!   speak a versioned JSON-lines protocol;
+//! - [`children`]: how browsers and plugins are started so they die with the harness,
+//!   and what they leave behind is killed at its end;
 //! - [`cli`] and [`config`]: flags and config files turned into a validated experiment;
 //!   [`error`]: the usage error and the exit codes, in one place; [`signals`]: what
 //!   SIGINT, SIGTERM and SIGHUP mean.
@@ -18,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod children;
 pub mod cli;
 pub mod config;
 pub mod engine;

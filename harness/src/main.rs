@@ -14,6 +14,11 @@ fn main() {
         // Colour codes only where a person reads them, never in a log file.
         .with_ansi(std::io::stderr().is_terminal())
         .init();
+    // Descendants that detach from their process group come back to us when orphaned,
+    // and die at the end (see `faultline::children`).
+    if let Err(e) = faultline::children::adopt_orphans() {
+        tracing::warn!("cannot adopt orphaned descendants: {e}");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -38,6 +43,10 @@ fn main() {
     });
     // Dropping the runtime drops the browser handles, which kill Chromium.
     drop(runtime);
+    let left = faultline::children::sweep();
+    if left > 0 {
+        tracing::warn!("killed {left} process(es) the browsers or plugins left behind");
+    }
     if let Err(e) = result {
         // `faultline list faults | head` closing the pipe early is not an error.
         let broken_pipe = e.chain().any(|c| {

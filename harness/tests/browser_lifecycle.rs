@@ -1,8 +1,12 @@
 //! No Chromium outlives faultline: not after a normal close, and not after the process
-//! that started it is SIGKILLed.
+//! that started it is SIGKILLed. And none dies before it: not when the thread that
+//! started it exits. A profile directory a SIGKILLed run left behind is removed by the
+//! next browser start.
 
-use faultline::engine::browser::{find_chromium, BrowserHandle};
+use faultline::engine::browser::{find_chromium, BrowserHandle, Isolation, PoolSize};
+use faultline_tasks::Size;
 use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -91,8 +95,9 @@ async fn child_holds_a_browser() {
     b.close().await;
 }
 
-#[test]
-fn sigkilled_parent_takes_its_browser_with_it() {
+/// Starts this test binary's `child_holds_a_browser` in a child process; returns the
+/// child and its browser's pid.
+fn child_with_a_browser() -> (std::process::Child, u32) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -115,6 +120,22 @@ fn sigkilled_parent_takes_its_browser_with_it() {
                 .map(|(_, p)| p.trim().parse().unwrap())
         })
         .expect("child printed the browser pid");
+    (child, pid)
+}
+
+/// The profile directory a running browser was given.
+fn profile_of(pid: u32) -> PathBuf {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    cmdline
+        .split(|&b| b == 0)
+        .find_map(|arg| arg.strip_prefix(b"--user-data-dir="))
+        .map(|dir| PathBuf::from(String::from_utf8_lossy(dir).into_owned()))
+        .expect("the browser names its profile directory")
+}
+
+#[test]
+fn sigkilled_parent_takes_its_browser_with_it() {
+    let (mut child, pid) = child_with_a_browser();
     assert!(alive(pid));
     child.kill().unwrap(); // SIGKILL: no destructor runs in the child.
     child.wait().unwrap();
@@ -122,4 +143,79 @@ fn sigkilled_parent_takes_its_browser_with_it() {
         wait_dead(pid),
         "chromium {pid} survived its parent's SIGKILL"
     );
+}
+
+/// Regression: a run that was SIGKILLed never removed its profile directory (its
+/// destructor never ran), and nothing else did; the next browser start now removes every
+/// profile directory whose owning process is dead.
+#[test]
+fn regression_a_profile_left_by_a_sigkilled_run_is_removed_at_the_next_browser_start() {
+    let (mut child, pid) = child_with_a_browser();
+    let profile = profile_of(pid);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(wait_dead(pid), "chromium {pid} survived its parent");
+    assert!(
+        profile.is_dir(),
+        "the killed run left {}",
+        profile.display()
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let b = BrowserHandle::launch(&find_chromium(None).unwrap())
+            .await
+            .unwrap();
+        assert!(
+            !profile.exists(),
+            "the dead run's profile {} is still there",
+            profile.display()
+        );
+        b.close().await;
+    });
+}
+
+/// Regression: Chromium gets `PR_SET_PDEATHSIG`, which fires when the *thread* that
+/// forked it exits, not the harness. A browser started (or restarted) from a thread that
+/// later exits (a tokio worker that gave its work away in `block_in_place` and then idled
+/// out of the blocking pool) was SIGKILLed under the run.
+#[test]
+fn regression_a_browser_outlives_the_thread_that_started_it() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let executable = find_chromium(None).unwrap();
+    let handle = runtime.handle().clone();
+    let browser = std::thread::spawn(move || handle.block_on(BrowserHandle::launch(&executable)))
+        .join()
+        .unwrap()
+        .unwrap();
+    let pid = browser.pid().unwrap();
+    // The starting thread is gone; a parent-death signal would have arrived by now.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        alive(pid),
+        "chromium {pid} died with the thread that started it"
+    );
+    runtime.block_on(async {
+        let pool = browser.page_pool(
+            Size {
+                width: 400,
+                height: 300,
+            },
+            PoolSize::fixed(1),
+            "about:blank".into(),
+            Isolation::FreshContext,
+        );
+        let page = pool.take().await.expect("the browser opens a page");
+        assert_eq!(page.eval("6 * 7").await.unwrap(), 42);
+        page.close().await;
+        drop(pool);
+        browser.close().await;
+    });
+    assert!(wait_dead(pid), "chromium {pid} survived close()");
 }

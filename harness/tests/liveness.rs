@@ -4,7 +4,8 @@
 //! unreachable model endpoint is an infrastructure failure (not a failed recovery),
 //! retried on resume; replies' waits are capped and episodes have a wall-clock limit;
 //! every failed attempt is said on stderr, whatever its kind.
-//! No Chromium process and no profile directory outlives any of them.
+//! No Chromium process and no profile directory outlives any of them; the checks count
+//! only this process's, so another faultline run on the machine cannot fail them.
 
 mod common;
 
@@ -97,8 +98,14 @@ fn group_processes(pgid: u32, needle: &str) -> Vec<u32> {
     out
 }
 
-/// The faultline profile directories in the temp dir.
+/// This process's profile directories in the temp dir (their names carry the owner's
+/// pid): another faultline run's on the same machine are not this test's to count.
 fn profile_dirs() -> BTreeSet<PathBuf> {
+    let ours = format!(
+        "{}{}-",
+        faultline::engine::browser::PROFILE_PREFIX,
+        std::process::id()
+    );
     std::fs::read_dir(std::env::temp_dir())
         .unwrap()
         .flatten()
@@ -106,7 +113,7 @@ fn profile_dirs() -> BTreeSet<PathBuf> {
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("faultline-chromium-"))
+                .is_some_and(|n| n.starts_with(&ours))
         })
         .collect()
 }
@@ -321,6 +328,94 @@ async fn one_page(
         .await
         .unwrap();
     (browser, pool, page, server)
+}
+
+/// Another faultline run's browser, as the machine's other runs leave them: not a child
+/// of this process, in a session of its own, its profile directory in the shared temp
+/// dir and named for its owner's pid. Killed (its whole session) on drop.
+struct UnrelatedBrowser {
+    pid: u32,
+    profile: PathBuf,
+}
+
+impl UnrelatedBrowser {
+    fn start() -> UnrelatedBrowser {
+        // The inner shell is orphaned at once (the outer one exits), execs `setsid` and
+        // then Chromium in place, so `$$` is Chromium's pid.
+        let inner = r#"d="$1/faultline-chromium-$$-unrelated"; mkdir "$d"; echo "$$ $d"; exec setsid "$2" --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$d" --remote-debugging-port=0 about:blank >/dev/null 2>&1 </dev/null"#;
+        let mut outer = std::process::Command::new("sh")
+            .args(["-c", &format!("sh -c '{inner}' unrelated \"$0\" \"$1\" &")])
+            .arg(std::env::temp_dir())
+            .arg(find_chromium(None).unwrap())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(outer.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        outer.wait().unwrap();
+        let (pid, profile) = line.trim().split_once(' ').expect("pid and profile");
+        let unrelated = UnrelatedBrowser {
+            pid: pid.parse().unwrap(),
+            profile: PathBuf::from(profile),
+        };
+        // Up, with its helpers, before the checks start.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while group_processes(unrelated.pid, "--type=").is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "the unrelated browser did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        unrelated
+    }
+
+    fn alive(&self) -> bool {
+        std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).is_ok_and(|s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, r)| !r.trim_start().starts_with('Z'))
+        })
+    }
+}
+
+impl Drop for UnrelatedBrowser {
+    fn drop(&mut self) {
+        // SAFETY: only signals the session this test started (its leader is Chromium).
+        unsafe { libc::killpg(self.pid as libc::pid_t, libc::SIGKILL) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !group_processes(self.pid, "").is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+/// Regression (an unrelated faultline run on the same machine turned three of these
+/// tests red): the checks counted every new `faultline-chromium-*` directory in the
+/// temp dir as this test's leak. They count only this process's browsers and profile
+/// directories, and leave another run's alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_the_liveness_checks_ignore_another_runs_live_browser_and_profile() {
+    let _serial = SERIAL.lock().await;
+    let before = profile_dirs();
+    let unrelated = UnrelatedBrowser::start();
+    let (browser, pool, page, server) = one_page(Liveness::default()).await;
+    assert_eq!(page.eval("1 + 1").await.unwrap(), serde_json::json!(2));
+    drop(page);
+    drop(pool);
+    browser.close().await;
+    server.shutdown().await;
+    assert_nothing_left(&before);
+    // The other run's browser went on, and its profile was not taken for a dead one's.
+    assert!(unrelated.alive(), "the unrelated browser died");
+    assert!(
+        unrelated.profile.is_dir(),
+        "the live run's profile was removed"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

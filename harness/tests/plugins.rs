@@ -690,3 +690,51 @@ fn regression_a_verifier_that_cannot_start_is_said_once_on_stderr_and_counted_in
         "{stdout}"
     );
 }
+
+/// Regression: plugins run in their own process group with a parent-death signal, but a
+/// process that calls `setsid` leaves the group, and its parent's signal is not its own:
+/// a verifier's detached child and its double-forked daemon outlived the run. The
+/// `faultline` binary adopts every orphaned descendant and kills what is left at its end.
+#[test]
+fn regression_a_plugins_detached_children_do_not_outlive_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("detached.pids");
+    let config = dir.path().join("detaches.toml");
+    let text = format!(
+        "seed = 1\ntasks = [\"grid\"]\npolicies = [\"outcome\", \"detaches\"]\nfaults = [\"reference\"]\nlayouts = 1\njobs = 1\n[recovery]\nenabled = false\n[[policy]]\nname = \"detaches\"\ncommand = [\"python3\", \"{}\", \"{}\"]\ntimeout_ms = 20000\n",
+        plugin("detaches.py"),
+        pids.display()
+    );
+    std::fs::write(&config, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["run", "--config"])
+        .arg(&config)
+        .arg("--out")
+        .arg(dir.path().join("run"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let detached: Vec<u32> = std::fs::read_to_string(&pids)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(detached.len(), 2, "the plugin detached two processes");
+    // Ours if its command line still names this test's pid file (a pid can be reused).
+    let survivors: Vec<u32> = detached
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&*pids.to_string_lossy()))
+        })
+        .collect();
+    for pid in &survivors {
+        // SAFETY: only signals processes this test's plugin started.
+        unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
+    }
+    assert!(survivors.is_empty(), "outlived the run: {survivors:?}");
+}

@@ -3,6 +3,10 @@
 //! We start Chromium ourselves rather than through chromiumoxide's launcher so that the
 //! child gets `PR_SET_PDEATHSIG = SIGKILL`: if faultline dies for any reason (even
 //! SIGKILL), the kernel kills its browser too, and no Chromium outlives a run or a test.
+//! It is forked from a thread that lives as long as the harness ([`crate::children`]):
+//! the signal follows the thread that started the browser. Its profile directory is
+//! named for the harness's pid, and a browser start removes those of dead runs
+//! ([`remove_stale_profiles`]).
 //!
 //! Trials are kept apart in one of two ways ([`Isolation`]): each gets a page in a new
 //! browser context (fresh cookies, storage and cache, and a new renderer process), or a
@@ -186,9 +190,11 @@ impl BrowserHandle {
     /// Starts Chromium with a fresh profile directory and connects to it; its CDP calls
     /// get the deadlines of `liveness`.
     pub async fn launch_with(executable: &Path, liveness: Liveness) -> Result<BrowserHandle> {
+        let temp = std::env::temp_dir();
+        remove_stale_profiles(&temp);
         let profile = tempfile::Builder::new()
-            .prefix("faultline-chromium-")
-            .tempdir()
+            .prefix(&format!("{PROFILE_PREFIX}{}-", std::process::id()))
+            .tempdir_in(&temp)
             .context("creating a Chromium profile directory")?;
         let mut cmd = Process::new(executable);
         // Extra switches for odd machines, space-separated.
@@ -207,17 +213,8 @@ impl BrowserHandle {
             // Its own process group, so closing kills every process it started even when
             // `executable` is a wrapper that does not `exec`.
             .process_group(0);
-        // SAFETY: prctl is async-signal-safe and touches only the child's own state.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let mut child = cmd
-            .spawn()
+        let mut child = crate::children::spawn_async(cmd)
+            .await
             .with_context(|| format!("starting Chromium at {}", executable.display()))?;
         let stderr = child.stderr.take().expect("stderr is piped");
         let mut lines = BufReader::new(stderr).lines();
@@ -423,6 +420,9 @@ impl BrowserHandle {
         while tokio::time::Instant::now() < deadline
             && (!self.reaper.is_finished() || group_alive(self.pid))
         {
+            // Helpers that outlived the browser's main process are the harness's own
+            // children under `faultline` (see `crate::children`): zombies until reaped.
+            crate::children::reap_adopted();
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -438,6 +438,42 @@ impl BrowserHandle {
         // SAFETY: killpg only sends a signal; the group is the one we created.
         unsafe { libc::killpg(self.pid as libc::pid_t, libc::SIGKILL) };
     }
+}
+
+/// How every profile directory's name starts: the prefix, then the pid of the process
+/// that owns it (`faultline-chromium-<pid>-<random>`), so a later run can tell a dead
+/// run's directory from a live one's.
+pub const PROFILE_PREFIX: &str = "faultline-chromium-";
+
+/// Removes the profile directories in `temp` whose owning process is dead: a run killed
+/// by SIGKILL never ran the destructor that removes its own. A directory whose owner
+/// lives, whose name carries no pid (an older faultline's) or that is not ours to remove
+/// is left alone.
+pub fn remove_stale_profiles(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PROFILE_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        if owner > 0 && !process_exists(owner) && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// Whether process `pid` exists (a zombie or another user's process included).
+fn process_exists(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    let found = unsafe { libc::kill(pid, 0) } == 0;
+    found || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// Whether any process of group `pgid` is still there (zombies included: a renderer not
@@ -1560,6 +1596,34 @@ mod wrapper_tests {
         assert_eq!(key_chord("+").unwrap().key, "+");
         assert!(key_chord("Hyper+a").is_err());
         assert!(key_chord("F13").is_err());
+    }
+
+    #[test]
+    fn only_profiles_of_dead_owners_are_removed() {
+        let temp = tempfile::tempdir().unwrap();
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let dead = gone.id();
+        gone.wait().unwrap();
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let names = [
+            format!("{PROFILE_PREFIX}{dead}-aB3dEf"),
+            format!("{PROFILE_PREFIX}{}-aB3dEf", sleeper.id()),
+            format!("{PROFILE_PREFIX}{}-aB3dEf", std::process::id()),
+            // An older faultline's, whose owner cannot be told.
+            format!("{PROFILE_PREFIX}aB3dEf"),
+            format!("other-{dead}-aB3dEf"),
+        ];
+        for name in &names {
+            std::fs::create_dir_all(temp.path().join(name).join("Default")).unwrap();
+        }
+        remove_stale_profiles(temp.path());
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+        let left: Vec<bool> = names.iter().map(|n| temp.path().join(n).exists()).collect();
+        assert_eq!(left, [false, true, true, true, true], "{names:?}");
     }
 
     #[test]

@@ -45,16 +45,17 @@
 //!
 //! # Processes
 //!
-//! A [`Pool`] holds the idle processes of one plugin. A judgement checks one out (starting
-//! a process when none is idle), so there is at most one process per concurrent trial
-//! (`jobs`), each started once and reused for every trial it serves — not one per trial.
-//! Every process runs in its own process group with `PR_SET_PDEATHSIG`, and is killed
-//! (the whole group) when it is dropped: at the end of a run, when the harness is
+//! A [`Pool`] holds the idle processes of one plugin. A judgement checks one out
+//! (starting a process when none is idle), so there is at most one process per concurrent
+//! trial (`jobs`), each started once and reused for every trial it serves — not one per
+//! trial. Every process runs in its own process group with `PR_SET_PDEATHSIG`, and is
+//! killed (the whole group) when it is dropped: at the end of a run, when the harness is
 //! interrupted (Ctrl-C drops the run), and after any failure. Processes are started from
 //! one thread that lives as long as the harness, since that signal follows the thread
-//! that started a process, not the harness. The per-request timeout runs only while a
-//! request waits for its answer: an agent is not charged for the harness executing its
-//! action (a `wait` at the cap included).
+//! that started a process, not the harness; what one detaches from its group (`setsid`)
+//! is adopted by the `faultline` binary and killed at its end ([`crate::children`]). The
+//! per-request timeout runs only while a request waits for its answer: an agent is not
+//! charged for the harness executing its action (a `wait` at the cap included).
 //!
 //! # Failure is not a verdict
 //!
@@ -96,7 +97,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -200,16 +201,7 @@ impl Process {
                 cmd.env(var, v);
             }
         }
-        // SAFETY: prctl is async-signal-safe and touches only the child's own state.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let mut child = spawn_from_a_lasting_thread(cmd)
+        let mut child = crate::children::spawn(cmd)
             .map_err(|e| err("spawn", format!("cannot start {:?}: {e}", spec.command)))?;
         let stdout = child.stdout.take().expect("piped stdout");
         let mut stderr_pipe = child.stderr.take().expect("piped stderr");
@@ -382,37 +374,6 @@ impl Process {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// Spawns `cmd` from one thread that lives as long as the harness.
-///
-/// `PR_SET_PDEATHSIG` fires when the *thread* that forked the child exits, not the
-/// harness. Requests run on tokio's blocking pool, whose threads exit after 10 s idle: a
-/// process started there was SIGKILLed while the harness executed its agent's
-/// `wait(10000)`, and the next request met a broken pipe. The spawner thread never exits,
-/// so the signal still comes only when the harness dies.
-fn spawn_from_a_lasting_thread(cmd: Command) -> std::io::Result<Child> {
-    type Spawn = (Command, SyncSender<std::io::Result<Child>>);
-    static SPAWNER: OnceLock<Sender<Spawn>> = OnceLock::new();
-    let spawner = SPAWNER.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel::<Spawn>();
-        std::thread::Builder::new()
-            .name("plugin-spawner".into())
-            .spawn(move || {
-                for (mut cmd, started) in rx {
-                    let _ = started.send(cmd.spawn());
-                }
-            })
-            .expect("starting the plugin spawner thread");
-        tx
-    });
-    let (started, child) = std::sync::mpsc::sync_channel(1);
-    spawner
-        .send((cmd, started))
-        .map_err(|_| std::io::Error::other("the plugin spawner thread is gone"))?;
-    child
-        .recv()
-        .map_err(|_| std::io::Error::other("the plugin spawner thread is gone"))?
 }
 
 impl Drop for Process {
