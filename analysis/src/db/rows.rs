@@ -48,7 +48,7 @@ pub struct PhaseCostRow {
 /// One stored trial (the columns analysis needs are typed; the rest are JSON text).
 ///
 /// The vocabulary columns are the vocabulary's types; they are stored as their names, and
-/// [`ResultsDb`] converts at the boundary (a stored name it does not know is an error that
+/// [`ResultsDb`](super::ResultsDb) converts at the boundary (a stored name it does not know is an error that
 /// names the table, the key and the column).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrialRow {

@@ -3,7 +3,7 @@
 //! A column that stores a vocabulary name carries a CHECK list, and that list is generated
 //! from the vocabulary type itself ([`Verdict::ALL`], [`StopReason::ALL`], ...): the
 //! vocabulary and the schema cannot drift apart. When they differ in a stored file (a
-//! release added a value), [`create_and_migrate`] rebuilds that table.
+//! release added a value), `create_and_migrate` rebuilds that table.
 
 use anyhow::{bail, Context, Result};
 use faultline_tasks::{Condition, StopReason, Verdict};
