@@ -109,7 +109,7 @@ runs = 1
 policies = ["good", "garbage"]
 agent = "exec"
 [exec]
-command = ["python3", "AGENT"]
+command = ["python3", "AGENT", "broken-plugins-test"]
 timeout_ms = 5000
 "#,
     )
@@ -273,7 +273,9 @@ timeout_ms = 5000
         let left = surviving(&plugin(script));
         assert!(left.is_empty(), "plugin processes survived: {left:?}");
     }
-    let left = surviving("agent_retry.py");
+    // Another test runs the same example agent at the same time: this run's carry a
+    // marker argument of their own.
+    let left = surviving("agent_retry.py broken-plugins-test");
     assert!(left.is_empty(), "agent processes survived: {left:?}");
 }
 
