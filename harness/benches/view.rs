@@ -9,6 +9,8 @@
 
 use anyhow::Result;
 use faultline::engine::browser::{find_chromium, BrowserHandle};
+use faultline_analysis::db::manifest::RecoveryDesign;
+use faultline_analysis::db::Manifest;
 use faultline_tasks::Size;
 use rusqlite::{params, Connection};
 use std::path::Path;
@@ -49,14 +51,46 @@ fn synthetic_run(dir: &Path, layouts: u32) -> Result<()> {
     )?);
     let mut db = Connection::open(dir.join("results.sqlite"))?;
     let tx = db.transaction()?;
-    let manifest = serde_json::json!({
-        "root_seed": 1, "layouts": 10, "tasks": TASKS, "policies": POLICIES,
-        "recovery": {"budget": 3},
-        "config_resolved": {"image": {"width": 900, "height": 600}, "viewport": {"width": 1200, "height": 800}},
-    });
+    // The typed record, so this synthetic run cannot drift from what a real run stores.
+    let faults: Vec<faultline_faults::Fault> = faultline_faults::Fault::ALL.to_vec();
+    let manifest = Manifest {
+        chromium_version: "synthetic".into(),
+        config_as_passed: None,
+        config_resolved: serde_json::json!({
+            "image": {"width": 900, "height": 600},
+            "viewport": {"width": 1200, "height": 800},
+        }),
+        decisions: "synthetic".into(),
+        decisions_sha256: None,
+        faultline_version: env!("CARGO_PKG_VERSION").into(),
+        faults: faults.clone(),
+        git_commit: "unknown".into(),
+        layouts: 10,
+        merged_shards: None,
+        policies: POLICIES.iter().map(|p| p.to_string()).collect(),
+        recovery: Some(RecoveryDesign {
+            agents: vec!["oracle".into()],
+            budget: 3,
+            faults,
+            layouts: 10,
+            max_steps: 4,
+            policies: POLICIES.iter().map(|p| p.to_string()).collect(),
+            runs: 1,
+        }),
+        root_seed: 1,
+        settle: None,
+        shard: None,
+        tasks: TASKS
+            .iter()
+            .map(|t| t.parse().map_err(anyhow::Error::msg))
+            .collect::<Result<_>>()?,
+    };
     tx.execute(
         "INSERT INTO meta (key, value) VALUES ('manifest', ?1), ('policies', ?2)",
-        params![manifest.to_string(), serde_json::to_string(&POLICIES)?],
+        params![
+            serde_json::to_string_pretty(&manifest)?,
+            serde_json::to_string(&POLICIES)?
+        ],
     )?;
     png(&dir.join("shots/shared.png"), 0);
     let mut n = 1;
