@@ -456,6 +456,97 @@ async fn regression_a_stopped_renderer_is_detected_as_unresponsive_within_its_de
     assert_nothing_left(&before);
 }
 
+/// Stops every renderer of `browser` for `how_long` from a thread of its own, renderers
+/// started meanwhile too, so the caller can wait on the page through the freeze.
+fn freeze_renderers(browser: u32, how_long: Duration) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut stopped = BTreeSet::new();
+        let started = Instant::now();
+        while started.elapsed() < how_long {
+            for pid in group_processes(browser, "--type=renderer") {
+                if stopped.insert(pid) {
+                    // SAFETY: only signals renderers of the browser this test started.
+                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for pid in &stopped {
+            // SAFETY: as above.
+            unsafe { libc::kill(*pid as libc::pid_t, libc::SIGCONT) };
+        }
+    })
+}
+
+/// Starts a navigation that the page itself will only make 200 ms from now (so a freeze
+/// begun at once holds it back), marked as under way for the readiness checks, as a
+/// submitted form is.
+async fn navigate_soon(page: &faultline::engine::browser::TrialPage, to: &str) {
+    page.eval(&format!(
+        "window.__faultline_leaving = performance.now(); setTimeout(() => {{ location.href = '{to}'; }}, 200); true"
+    ))
+    .await
+    .unwrap();
+}
+
+/// Regression (a renderer frozen for 4-5 s mid-detection, longer than the navigation
+/// timeout and shorter than the call deadline, changed stored tables: the tool's "the
+/// page did not finish loading" was stored as the trial's outcome). With the site owing
+/// the page nothing, a silent renderer is the machine's: the wait goes on and the load
+/// completes; a renderer still silent at the liveness deadline is an infrastructure
+/// failure, never a load error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_a_short_renderer_freeze_is_not_stored_as_a_page_that_did_not_load() {
+    let _serial = SERIAL.lock().await;
+    let before = profile_dirs();
+    let liveness = Liveness {
+        call_timeout_ms: 3000,
+        ..Liveness::default()
+    };
+    let (browser, pool, page, server) = one_page(liveness).await;
+    let pid = browser.pid().unwrap();
+    let limit = Duration::from_secs(3);
+    let site_done = || false;
+    let base = server.base_url();
+
+    // What the observe stage saw before: a freeze past the navigation timeout is a page
+    // that stopped answering, which it reported as the page's load error.
+    navigate_soon(&page, &format!("{base}/warm?first")).await;
+    let freeze = freeze_renderers(pid, Duration::from_millis(4000));
+    let seen = page.poll_ready(limit).await.unwrap();
+    assert_eq!(
+        seen,
+        faultline::engine::browser::Readiness::NotReady { answering: false }
+    );
+    freeze.join().unwrap();
+
+    // The same freeze, waited out: the page loads, as on an undisturbed machine.
+    page.goto(&format!("{base}/warm")).await.unwrap();
+    navigate_soon(&page, &format!("{base}/warm?after-freeze")).await;
+    let freeze = freeze_renderers(pid, Duration::from_millis(4000));
+    let loaded = page.wait_loaded(limit, Some(&site_done)).await.unwrap();
+    freeze.join().unwrap();
+    assert!(loaded, "the load went on after the renderer resumed");
+    assert_eq!(
+        page.eval("location.search").await.unwrap(),
+        serde_json::json!("?after-freeze")
+    );
+
+    // A freeze past the liveness deadline (3 s + 3 s): the machine's failure, retried.
+    navigate_soon(&page, &format!("{base}/warm?long-freeze")).await;
+    let freeze = freeze_renderers(pid, Duration::from_millis(8000));
+    let e = page.wait_loaded(limit, Some(&site_done)).await.unwrap_err();
+    freeze.join().unwrap();
+    let f = InfraFailure::find(&e).unwrap_or_else(|| panic!("not an infra failure: {e:#}"));
+    assert_eq!(f.kind, InfraKind::Unresponsive, "{f}");
+
+    drop(page);
+    drop(pool);
+    browser.close().await;
+    server.shutdown().await;
+    assert_nothing_left(&before);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn regression_a_crashed_renderer_and_a_dead_browser_are_noticed_at_once_not_after_a_timeout()
 {

@@ -976,6 +976,45 @@ impl TrialPage {
         }
     }
 
+    /// Waits for a navigation an action started, the way a harness with a navigation
+    /// timeout does, but without measuring the machine: returns whether the page loaded
+    /// (`false`: the tool reports a load error, as a harness would).
+    ///
+    /// `site_owes` asks the fixture server whether it still owes the page a response.
+    /// Past `limit` with the site owing nothing, the wait is not the page's: nothing a
+    /// fixture page or a fault does keeps a load going without a request the site holds.
+    /// A page still answering is a loaded CPU; a page that stopped answering is a
+    /// renderer the machine froze (a fault that hangs the main thread holds a request,
+    /// so it is the site's). Either way the wait goes on up to the navigation's liveness
+    /// deadline, so a short freeze or a busy machine cannot become a stored load error;
+    /// a renderer still silent then is an infrastructure failure (the item is retried),
+    /// never the trial's outcome. Without `site_owes`, a load past `limit` is the page's.
+    pub async fn wait_loaded(
+        &self,
+        limit: Duration,
+        site_owes: Option<&(dyn Fn() -> bool + Sync)>,
+    ) -> Result<bool> {
+        let ready = self.poll_ready(limit).await?;
+        let site_done = || site_owes.is_some_and(|owes| !owes());
+        if ready == Readiness::Ready || !site_done() {
+            return Ok(ready == Readiness::Ready);
+        }
+        let deadline = self.liveness.navigation(limit.as_millis() as u64);
+        match self.poll_ready(deadline.saturating_sub(limit)).await? {
+            Readiness::Ready => Ok(true),
+            Readiness::NotReady { answering: false } if site_done() => {
+                Err(anyhow!(InfraFailure::new(
+                    InfraKind::Unresponsive,
+                    format!(
+                        "the renderer stopped answering for {:.1} s while loading a page the site had fully served",
+                        deadline.as_secs_f64()
+                    ),
+                )))
+            }
+            Readiness::NotReady { .. } => Ok(false),
+        }
+    }
+
     /// [`TrialPage::wait_ready`], telling a page that is not ready yet but answers (its
     /// main thread ran the last checks: a slow load, or a slow machine) from one that has
     /// stopped answering (a hung main thread).
@@ -1006,6 +1045,10 @@ impl TrialPage {
                 {
                     return Err(e)
                 }
+                // A check the call deadline gave up on got no answer either.
+                Ok(Err(e))
+                    if InfraFailure::find(&e)
+                        .is_some_and(|f| f.kind == InfraKind::Unresponsive) => {}
                 // Any answer (not ready, or an error while a document is swapped) means
                 // the renderer ran the check; only a check still pending at the deadline
                 // did not answer.

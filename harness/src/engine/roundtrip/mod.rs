@@ -178,9 +178,9 @@ impl RoundTrip {
 
     /// Lets the observe stage ask the site whether a page slow to load is waiting on the
     /// site (a delayed or hung response: the load error is reported at the navigation
-    /// timeout, as a harness would) or only on a busy machine (the site has answered:
-    /// the wait goes on, up to the liveness page deadline, so CPU load cannot turn into
-    /// a load error).
+    /// timeout, as a harness would) or only on the machine (the site has answered: the
+    /// wait goes on, up to the navigation's liveness deadline, so CPU load or a frozen
+    /// renderer cannot turn into a load error; see [`TrialPage::wait_loaded`]).
     pub fn with_site_probe(mut self, probe: SiteProbe) -> Self {
         self.site_busy = Some(probe);
         self

@@ -7,7 +7,7 @@
 //! the reply waited itself counts against it. The `tool.capture_before_settled` fault
 //! skips it altogether, as it skips the reply's own waits (execute stage).
 
-use crate::engine::browser::{Capture, Readiness};
+use crate::engine::browser::Capture;
 use crate::engine::roundtrip::execute::Execution;
 use crate::engine::roundtrip::{CaptureMark, RoundTrip};
 use anyhow::Result;
@@ -51,22 +51,11 @@ impl RoundTrip {
             return Ok(None);
         }
         let limit = Duration::from_millis(self.timing.navigation_timeout_ms);
-        let mut ready = self.page.poll_ready(limit).await?;
-        // Past the timeout with the site done answering and the page still answering, the
-        // wait is the machine's (a loaded CPU), not the page's or the site's: wait on, up
-        // to the navigation's liveness deadline (one more call timeout), so the tool's
-        // message does not depend on the load. A hung main thread (it stopped answering)
-        // or a response the site still owes is reported at the timeout, as before.
-        if ready == (Readiness::NotReady { answering: true })
-            && self.site_busy.as_ref().is_some_and(|busy| !busy())
-        {
-            let deadline = self
-                .page
-                .liveness()
-                .navigation(self.timing.navigation_timeout_ms);
-            ready = self.page.poll_ready(deadline.saturating_sub(limit)).await?;
-        }
-        if ready != Readiness::Ready {
+        let site_owes = self
+            .site_busy
+            .as_deref()
+            .map(|busy| busy as &(dyn Fn() -> bool + Sync));
+        if !self.page.wait_loaded(limit, site_owes).await? {
             // Give up on the load, as a harness with a navigation timeout does, and
             // observe what the browser shows.
             self.page.stop_loading().await?;
