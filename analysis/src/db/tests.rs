@@ -387,7 +387,21 @@ fn a_database_in_a_read_only_directory_opens_for_reading() {
         assert_eq!(ro.meta("manifest").unwrap().as_deref(), Some("kept"));
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout.starts_with(b"0\n"))
+        .unwrap_or(false);
+    // As root the check runs as `nobody`, who must reach the file: the temp directory
+    // the test recipe sets (`TMPDIR`, mode 0700) is closed to it, `/tmp` is not.
+    let dir = if root {
+        tempfile::Builder::new()
+            .prefix("faultline-read-only-db-")
+            .tempdir_in("/tmp")
+            .unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    };
     let run = dir.path().join("run");
     std::fs::create_dir(&run).unwrap();
     let path = run.join("r.sqlite");
@@ -398,11 +412,6 @@ fn a_database_in_a_read_only_directory_opens_for_reading() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
     std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o555)).unwrap();
-    let root = std::process::Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| o.stdout.starts_with(b"0\n"))
-        .unwrap_or(false);
     if !root {
         // An unprivileged user: the check runs here.
         let ro = ResultsDb::open_read_only(&path).unwrap();
