@@ -327,8 +327,9 @@ async fn apply_network_faults(state: &NetworkState, req: Request, next: Next) ->
                 json!({ "route": name, "bytes_sent": cut, "bytes_total": bytes.len() }),
             );
             // A server-side fact the ledger must know: the response never arrived whole.
+            // (On a scope whose ledger is closed or full there is nothing to tell.)
             if let Some(s) = Scope::parse(&scope) {
-                state.ledger.append(
+                let _ = state.ledger.append(
                     &s,
                     "response_truncated",
                     None,

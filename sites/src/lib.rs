@@ -27,12 +27,13 @@
 pub mod anomalies;
 mod app;
 mod ledger;
+pub mod limits;
 pub mod pages;
 mod task;
 pub mod truth;
 
 pub use anomalies::SiteWitness;
-pub use ledger::{Ledger, LedgerEvent, LedgerKey, Scope};
+pub use ledger::{Ledger, LedgerEvent, LedgerKey, LedgerLimits, Scope};
 pub use task::{judge, locate_script, plan_script};
 pub use truth::Truth;
 
@@ -61,11 +62,47 @@ pub struct FixtureServer {
     task: Option<JoinHandle<()>>,
 }
 
+/// How a fixture server treats scopes and what it bounds. The defaults (see
+/// [`limits`]) are what a run uses.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Open any valid scope on its first event, instead of only those the key holder
+    /// opened ([`LedgerKey::open`]). For `faultline serve`, where a person loads pages
+    /// under scopes they choose; still within [`ServerOptions::ledger`].
+    pub open_scopes_on_demand: bool,
+    /// How much the ledgers may hold.
+    pub ledger: LedgerLimits,
+    /// The largest request body read ([`limits::MAX_BODY_BYTES`]).
+    pub max_body_bytes: usize,
+}
+
+impl Default for ServerOptions {
+    fn default() -> ServerOptions {
+        ServerOptions {
+            open_scopes_on_demand: false,
+            ledger: LedgerLimits::default(),
+            max_body_bytes: limits::MAX_BODY_BYTES,
+        }
+    }
+}
+
 impl FixtureServer {
-    /// Starts the server on `bind` (use port 0 for an ephemeral port). Returns the server
-    /// and the only key that can read its ledgers.
+    /// Starts the server on `bind` (use port 0 for an ephemeral port) with the default
+    /// options. Returns the server and the only key that can read its ledgers.
     pub async fn start(bind: SocketAddr) -> std::io::Result<(FixtureServer, LedgerKey)> {
-        let store = Arc::new(LedgerStore::new());
+        FixtureServer::start_with(bind, ServerOptions::default()).await
+    }
+
+    /// Starts the server on `bind` with `options`. Returns the server and the only key
+    /// that can read its ledgers.
+    pub async fn start_with(
+        bind: SocketAddr,
+        options: ServerOptions,
+    ) -> std::io::Result<(FixtureServer, LedgerKey)> {
+        let store = Arc::new(LedgerStore::new(
+            options.ledger,
+            options.open_scopes_on_demand,
+        ));
         let secret: [u8; 32] = rand::random();
         let board = Arc::new(FaultBoard::new());
         let state = AppState {
@@ -76,17 +113,8 @@ impl FixtureServer {
         let listener = tokio::net::TcpListener::bind(bind).await?;
         let addr = listener.local_addr()?;
         let (tx, rx) = oneshot::channel::<()>();
-        let app = router(state);
-        let stopping = board.clone();
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = rx.await;
-                    // Let hung requests go, so shutdown does not wait for them.
-                    let _ = stopping.stopping.send(true);
-                })
-                .await;
-        });
+        let app = router(state).layer(axum::extract::DefaultBodyLimit::max(options.max_body_bytes));
+        let task = tokio::spawn(serve(listener, app, options, board.clone(), rx));
         Ok((
             FixtureServer {
                 addr,
@@ -160,6 +188,22 @@ impl Drop for FixtureServer {
             let _ = tx.send(());
         }
     }
+}
+
+async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    _options: ServerOptions,
+    board: Arc<FaultBoard>,
+    stop: oneshot::Receiver<()>,
+) {
+    let _ = axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            let _ = stop.await;
+            // Let hung requests go, so shutdown does not wait for them.
+            let _ = board.stopping.send(true);
+        })
+        .await;
 }
 
 fn router(state: AppState) -> Router {
@@ -246,8 +290,10 @@ async fn event(
     if !is_page_event(&ev.kind) {
         return bad_request(format!("kind: unknown event kind `{}`", ev.kind));
     }
-    state.store.append(&scope, &ev.kind, ev.page_ms, ev.data);
-    StatusCode::NO_CONTENT.into_response()
+    match state.store.append(&scope, &ev.kind, ev.page_ms, ev.data) {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(refused) => refused.response(),
+    }
 }
 
 async fn witness(
@@ -319,9 +365,12 @@ async fn decoy(State(state): State<AppState>, Path(scope): Path<String>) -> Resp
         Ok(s) => s,
         Err(r) => return r.into_response(),
     };
-    state
+    if let Err(refused) = state
         .store
-        .append(&scope, "decoy_opened", None, serde_json::json!({}));
+        .append(&scope, "decoy_opened", None, serde_json::json!({}))
+    {
+        return refused.response();
+    }
     Html(pages::decoy_page(scope.as_str())).into_response()
 }
 
