@@ -74,6 +74,11 @@ pub struct ServerOptions {
     pub ledger: LedgerLimits,
     /// The largest request body read ([`limits::MAX_BODY_BYTES`]).
     pub max_body_bytes: usize,
+    /// How long a connection may take to send its request headers
+    /// ([`limits::HEADER_READ_TIMEOUT`]).
+    pub header_read_timeout: std::time::Duration,
+    /// The most connections held at once ([`limits::MAX_CONNECTIONS`]).
+    pub max_connections: usize,
 }
 
 impl Default for ServerOptions {
@@ -82,6 +87,8 @@ impl Default for ServerOptions {
             open_scopes_on_demand: false,
             ledger: LedgerLimits::default(),
             max_body_bytes: limits::MAX_BODY_BYTES,
+            header_read_timeout: limits::HEADER_READ_TIMEOUT,
+            max_connections: limits::MAX_CONNECTIONS,
         }
     }
 }
@@ -190,20 +197,71 @@ impl Drop for FixtureServer {
     }
 }
 
+/// How long shutdown waits for open connections to finish their requests before it
+/// drops them. Held requests let go as soon as shutdown begins, so an answered request
+/// needs milliseconds; what is left after this is a connection that never finished its
+/// headers.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Accepts connections until `stop` fires, then lets every connection finish its request
+/// (for at most [`SHUTDOWN_GRACE`]) and waits for them. Unlike `axum::serve`, a connection
+/// must send its request headers within the header-read timeout or be closed, and at most
+/// `max_connections` are held at once (more wait in the listen backlog).
 async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
-    _options: ServerOptions,
+    options: ServerOptions,
     board: Arc<FaultBoard>,
     stop: oneshot::Receiver<()>,
 ) {
-    let _ = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            let _ = stop.await;
-            // Let hung requests go, so shutdown does not wait for them.
-            let _ = board.stopping.send(true);
-        })
-        .await;
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let slots = Arc::new(tokio::sync::Semaphore::new(options.max_connections.max(1)));
+    let mut connections = tokio::task::JoinSet::new();
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        while connections.try_join_next().is_some() {}
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+            _ = &mut stop => break,
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors, say: wait for connections to close
+                    // rather than spin.
+                    tracing::warn!("fixture server: accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = &mut stop => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(options.header_read_timeout)
+            .serve_connection(
+                TokioIo::new(stream),
+                hyper_util::service::TowerToHyperService::new(app.clone()),
+            );
+        let connection = graceful.watch(connection);
+        connections.spawn(async move {
+            let _ = connection.await;
+            drop(slot);
+        });
+    }
+    drop(listener);
+    // Let hung requests go, so shutdown does not wait for them.
+    let _ = board.stopping.send(true);
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        connections.abort_all();
+    }
+    while connections.join_next().await.is_some() {}
 }
 
 fn router(state: AppState) -> Router {

@@ -2,8 +2,11 @@
 //! with why each value is what it is.
 //!
 //! The server is on loopback, but anything that can reach it (a page, a local process)
-//! could otherwise make it hold memory without bound: ledger events need no token. The
+//! could otherwise make it hold memory without bound: ledger events need no token, and a
+//! connection that never finishes its request headers used to be held forever. The
 //! values are defaults of [`crate::ServerOptions`]; tests shrink them.
+
+use std::time::Duration;
 
 /// The largest request body the server reads (ledger events, witnesses, hangs, the
 /// form's save). The largest body a fixture page really sends is a `typed` event carrying
@@ -32,6 +35,17 @@ pub const TOTAL_BYTES: usize = 256 << 20;
 /// What an open scope costs before it holds any event (its entry and id), counted
 /// against [`TOTAL_BYTES`] so that opening scopes on demand is bounded too.
 pub const SCOPE_OVERHEAD_BYTES: usize = 256;
+
+/// How long a connection may take to send a request's headers. A browser on loopback
+/// sends them at once; 10 s is far beyond any honest client even on a loaded machine,
+/// and a connection that sends half a request line and stops is closed after it.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most connections the server holds at once; more wait in the listen backlog until
+/// one closes. Chromium opens at most six connections per host per browser context, and a
+/// run has at most 64 concurrent trials: 512 is ample, and well under the default limit
+/// of 1024 open files that the harness shares with its browser pipes.
+pub const MAX_CONNECTIONS: usize = 512;
 
 /// What an event costs in the ledger, roughly in bytes of memory: a fixed overhead for the
 /// event itself, its kind, and every JSON node of its data (a node costs more than its

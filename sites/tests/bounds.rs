@@ -1,10 +1,12 @@
 //! What a client can make the fixture server hold, over real HTTP on loopback: events only
-//! on scopes the harness opened, bounded bodies and bounded ledgers (issue 29).
+//! on scopes the harness opened, bounded bodies, bounded ledgers, and no connection held
+//! for ever by headers that never finish (issue 29).
 
 use faultline_sites::limits::MAX_BODY_BYTES;
 use faultline_sites::{FixtureServer, LedgerLimits, Scope, ServerOptions};
 use faultline_tasks::{Layout, TaskKind};
 use std::net::SocketAddr;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 async fn http(addr: SocketAddr, request: String) -> u16 {
@@ -201,4 +203,69 @@ async fn serve_mode_opens_any_scope_on_demand_within_the_limits() {
     key.take(&Scope::parse("inspect").unwrap());
     assert_eq!(http(addr, click(&format!("typed{refused}"))).await, 204);
     server.shutdown().await;
+}
+
+/// Regression (issue 29: 12,000 half-open connections were held 88 s, there was no
+/// header-read timeout): connections that send nothing, or half a request line and
+/// nothing more, are closed once the header-read timeout passes, a normal request is
+/// answered meanwhile, and shutdown does not wait for them.
+#[tokio::test]
+async fn regression_connections_with_slow_headers_are_closed_after_the_timeout() {
+    let timeout = Duration::from_millis(1500);
+    let options = ServerOptions {
+        header_read_timeout: timeout,
+        ..ServerOptions::default()
+    };
+    let (server, _key) = FixtureServer::start_with(SocketAddr::from(([127, 0, 0, 1], 0)), options)
+        .await
+        .unwrap();
+    let addr = server.addr();
+    let started = Instant::now();
+    let mut slow = Vec::new();
+    for i in 0..50 {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        if i % 2 == 0 {
+            s.write_all(b"GET /s/x/gr").await.unwrap();
+        }
+        slow.push(s);
+    }
+    assert_eq!(http(addr, get("/warm")).await, 200, "served meanwhile");
+    let closed = futures::future::join_all(slow.into_iter().map(|mut s| async move {
+        let mut buf = [0u8; 256];
+        // Closed: end of stream (or a reset). Anything read first is hyper's answer to
+        // a timed-out request, if it sends one.
+        loop {
+            match tokio::time::timeout(Duration::from_secs(10), s.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => return Some(Instant::now()),
+                Ok(Ok(_)) => continue,
+                Err(_) => return None,
+            }
+        }
+    }))
+    .await;
+    for (i, at) in closed.iter().enumerate() {
+        let at = at.unwrap_or_else(|| panic!("connection {i} was still open after 10 s"));
+        let after = at - started;
+        assert!(
+            after >= timeout - Duration::from_millis(200) && after < timeout * 3,
+            "connection {i} closed after {after:?}, timeout {timeout:?}"
+        );
+    }
+
+    // Shutdown with half-open connections held does not wait for their timeout.
+    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
+    let mut held = Vec::new();
+    for _ in 0..10 {
+        let mut s = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+        s.write_all(b"GET / HT").await.unwrap();
+        held.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let stopping = Instant::now();
+    server.shutdown().await;
+    assert!(
+        stopping.elapsed() < Duration::from_secs(3),
+        "shutdown took {:?}",
+        stopping.elapsed()
+    );
 }
