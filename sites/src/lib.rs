@@ -364,7 +364,8 @@ async fn witness(
 }
 
 /// Records a page-sent witness on `scope`, or returns the refusal: 400 for a bad scope,
-/// 409 on a scope with no fault armed, which has nothing to witness.
+/// 409 on a scope with no fault armed, which has nothing to witness, 429 once the scope's
+/// witness log is full.
 fn record_witness(
     state: &AppState,
     scope: &str,
@@ -375,10 +376,18 @@ fn record_witness(
     if let Err(r) = scope_or_400(scope) {
         return Some(r.into_response());
     }
-    if state.board.witness(scope, kind, true, page_ms, data) {
-        None
-    } else {
-        Some((StatusCode::CONFLICT, "no fault is armed on this scope").into_response())
+    match state.board.try_witness(scope, kind, true, page_ms, data) {
+        Ok(()) => None,
+        Err(anomalies::WitnessRefused::NotArmed) => {
+            Some((StatusCode::CONFLICT, "no fault is armed on this scope").into_response())
+        }
+        Err(anomalies::WitnessRefused::Full) => Some(
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                "this scope's witness log is full; the event was not kept",
+            )
+                .into_response(),
+        ),
     }
 }
 

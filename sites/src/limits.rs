@@ -47,6 +47,14 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// of 1024 open files that the harness shares with its browser pipes.
 pub const MAX_CONNECTIONS: usize = 512;
 
+/// The most witness events the fault layer keeps for one armed scope. An injected script
+/// reports a handful per trial; a page that sends more is flooding, and the first ones
+/// (the fault firing) are all scoring needs.
+pub const WITNESS_EVENTS: usize = 1_000;
+
+/// The most bytes of witness events, by [`event_weight`], one armed scope keeps.
+pub const WITNESS_BYTES: usize = 1 << 20;
+
 /// What an event costs in the ledger, roughly in bytes of memory: a fixed overhead for the
 /// event itself, its kind, and every JSON node of its data (a node costs more than its
 /// serialized form, so many tiny fields weigh more than their text).
