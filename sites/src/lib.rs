@@ -8,7 +8,7 @@
 //! | `/s/{scope}/{task}?layout=I&seed=S` | the task page for layout `I` with layout seed `S` |
 //! | `/s/{scope}/search/results?q=..&layout=I&seed=S` | search results (records the submission) |
 //! | `/s/{scope}/frame/orders?layout=I&seed=S` | the orders table inside the frame page |
-//! | `POST /s/{scope}/event` | page-sent ledger events |
+//! | `POST /s/{scope}/event` | page-sent ledger events (open scopes only: 404 otherwise, 429 past the ledger's limits) |
 //! | `/s/{scope}/form`, `POST /s/{scope}/form/save` | the notes form and its idempotent write |
 //! | `/s/{scope}/select` | the checkout page with its native `<select>` |
 //! | `/s/{scope}/login`, `/s/{scope}/decoy` | where an expired session and a decoy popup lead |
@@ -19,6 +19,17 @@
 //!
 //! A fault is armed on a scope by the harness, in process ([`FixtureServer::arm`]);
 //! nothing in a URL says so.
+//!
+//! A scope's ledger records only while it is open: the harness opens it before the trial's
+//! page loads ([`LedgerKey::open`]) and closes it by taking the ledger
+//! ([`LedgerKey::take`]). Every event a request would record (a page's event, a search
+//! submission, a form save, the decoy) is refused with 404 on a scope that is not open,
+//! so a finished trial's late requests store nothing. `faultline serve` opens scopes on
+//! demand instead ([`ServerOptions::open_scopes_on_demand`]). What any client can make
+//! the server hold is bounded ([`limits`]): request bodies (413 past the limit), each
+//! scope's ledger and all of them together (past a limit, one `ledger_overflow` event and
+//! 429), each armed scope's witness log, the time a connection may take to send its
+//! headers, and the number of connections held at once.
 //!
 //! The server binds `127.0.0.1` on an ephemeral port unless told otherwise.
 
