@@ -668,7 +668,13 @@ fn view(args: ViewArgs) -> Result<()> {
 }
 
 async fn serve(args: ServeArgs) -> Result<()> {
-    let (server, key) = faultline_sites::FixtureServer::start(args.bind)
+    // A person loads pages under scopes they choose (`inspect`, or any other): each
+    // opens on its first event, within the same ledger limits as a run.
+    let options = faultline_sites::ServerOptions {
+        open_scopes_on_demand: true,
+        ..faultline_sites::ServerOptions::default()
+    };
+    let (server, key) = faultline_sites::FixtureServer::start_with(args.bind, options)
         .await
         .with_context(|| format!("binding {}", args.bind))?;
     let base = server.base_url();

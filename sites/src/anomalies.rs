@@ -56,11 +56,22 @@ struct Armed {
     hits: HashMap<usize, u32>,
 }
 
+/// Why [`FaultBoard::try_witness`] kept nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WitnessRefused {
+    /// No fault is armed on the scope: nothing to witness.
+    NotArmed,
+    /// The scope's witness log holds as much as it may.
+    Full,
+}
+
 /// Armed injections and witness logs, per scope.
 pub(crate) struct FaultBoard {
     started: Instant,
     armed: Mutex<HashMap<String, Armed>>,
-    witnesses: Mutex<HashMap<String, Vec<SiteWitness>>>,
+    /// Each armed scope's witness events and what they weigh (bounded by
+    /// [`crate::limits::WITNESS_EVENTS`] and [`crate::limits::WITNESS_BYTES`]).
+    witnesses: Mutex<HashMap<String, (Vec<SiteWitness>, usize)>>,
     /// Requests per scope the server has received and not yet answered (a delayed or
     /// hung response stays here until it is sent).
     in_flight: Mutex<HashMap<String, usize>>,
@@ -105,6 +116,7 @@ impl FaultBoard {
             .lock()
             .expect("board lock")
             .remove(scope.as_str())
+            .map(|(events, _)| events)
             .unwrap_or_default()
     }
 
@@ -118,7 +130,9 @@ impl FaultBoard {
             .unwrap_or_default()
     }
 
-    /// Records a witness event, only for an armed scope. Returns whether it was kept.
+    /// Records a witness event, only for an armed scope and within the scope's witness
+    /// limits (the first events, the fault firing, are what scoring needs; a page that
+    /// sends more is flooding). Returns whether it was kept.
     pub(crate) fn witness(
         &self,
         scope: &str,
@@ -127,25 +141,43 @@ impl FaultBoard {
         page_ms: Option<f64>,
         data: serde_json::Value,
     ) -> bool {
-        let fault = match self.armed.lock().expect("board lock").get(scope) {
+        self.try_witness(scope, kind, fires, page_ms, data).is_ok()
+    }
+
+    /// [`FaultBoard::witness`], saying why an event was not kept.
+    pub(crate) fn try_witness(
+        &self,
+        scope: &str,
+        kind: &str,
+        fires: bool,
+        page_ms: Option<f64>,
+        data: serde_json::Value,
+    ) -> Result<(), WitnessRefused> {
+        // Held while the event is stored, so a disarm in between cannot leave a witness
+        // log behind for a scope that is no longer armed.
+        let armed = self.armed.lock().expect("board lock");
+        let fault = match armed.get(scope) {
             Some(a) => a.injection.fault.clone(),
-            None => return false,
+            None => return Err(WitnessRefused::NotArmed),
         };
-        let event = SiteWitness {
+        let weight = crate::limits::event_weight(kind, &data);
+        let mut witnesses = self.witnesses.lock().expect("board lock");
+        let (events, bytes) = witnesses.entry(scope.to_string()).or_default();
+        if events.len() >= crate::limits::WITNESS_EVENTS
+            || *bytes + weight > crate::limits::WITNESS_BYTES
+        {
+            return Err(WitnessRefused::Full);
+        }
+        *bytes += weight;
+        events.push(SiteWitness {
             fault,
             kind: kind.to_string(),
             fires,
             server_ms: self.started.elapsed().as_secs_f64() * 1000.0,
             page_ms,
             data,
-        };
-        self.witnesses
-            .lock()
-            .expect("board lock")
-            .entry(scope.to_string())
-            .or_default()
-            .push(event);
-        true
+        });
+        Ok(())
     }
 
     /// Holds a request for `d`, or until the server stops (held requests let go at
@@ -169,7 +201,7 @@ impl FaultBoard {
             .lock()
             .expect("board lock")
             .get(scope)
-            .is_some_and(|w| w.iter().any(|e| e.kind == kind))
+            .is_some_and(|(w, _)| w.iter().any(|e| e.kind == kind))
     }
 
     /// The rule for this request, if one is armed and has uses left (and counts the use).
@@ -327,8 +359,9 @@ async fn apply_network_faults(state: &NetworkState, req: Request, next: Next) ->
                 json!({ "route": name, "bytes_sent": cut, "bytes_total": bytes.len() }),
             );
             // A server-side fact the ledger must know: the response never arrived whole.
+            // (On a scope whose ledger is closed or full there is nothing to tell.)
             if let Some(s) = Scope::parse(&scope) {
-                state.ledger.append(
+                let _ = state.ledger.append(
                     &s,
                     "response_truncated",
                     None,
@@ -739,6 +772,49 @@ mod tests {
         assert_eq!(classify(&Method::GET, "/s/ab/form/save"), None);
         assert_eq!(classify(&Method::GET, "/s/ab/grid"), None);
         assert_eq!(classify(&Method::GET, "/static/ledger.js"), None);
+    }
+
+    /// Regression (issue 29: an armed scope kept every witness a page sent): the witness
+    /// log stops at its limit, keeping the first events, and disarming frees it.
+    #[test]
+    fn regression_a_witness_log_is_bounded() {
+        use crate::limits::{WITNESS_BYTES, WITNESS_EVENTS};
+        let board = FaultBoard::new();
+        let scope = Scope::parse("w").unwrap();
+        let arm = || {
+            board.arm(
+                &scope,
+                SiteInjection {
+                    fault: "layout.shift".into(),
+                    network: vec![],
+                    page: vec![],
+                },
+            )
+        };
+        arm();
+        for i in 0..WITNESS_EVENTS {
+            assert!(board.witness("w", "x", true, None, json!({ "i": i })));
+        }
+        assert_eq!(
+            board.try_witness("w", "x", true, None, json!({})),
+            Err(WitnessRefused::Full)
+        );
+        let kept = board.disarm(&scope);
+        assert_eq!(kept.len(), WITNESS_EVENTS);
+        assert_eq!(kept[0].data["i"], 0, "the first events are kept");
+
+        arm();
+        let big = json!({ "v": "x".repeat(WITNESS_BYTES / 4) });
+        let mut n = 0;
+        while board.witness("w", "x", true, None, big.clone()) {
+            n += 1;
+        }
+        assert_eq!(n, 3, "bounded by bytes");
+        assert_eq!(board.disarm(&scope).len(), 3);
+        assert!(
+            board.witnesses.lock().unwrap().is_empty(),
+            "disarm frees it"
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! | `/s/{scope}/{task}?layout=I&seed=S` | the task page for layout `I` with layout seed `S` |
 //! | `/s/{scope}/search/results?q=..&layout=I&seed=S` | search results (records the submission) |
 //! | `/s/{scope}/frame/orders?layout=I&seed=S` | the orders table inside the frame page |
-//! | `POST /s/{scope}/event` | page-sent ledger events |
+//! | `POST /s/{scope}/event` | page-sent ledger events (open scopes only: 404 otherwise, 429 past the ledger's limits) |
 //! | `/s/{scope}/form`, `POST /s/{scope}/form/save` | the notes form and its idempotent write |
 //! | `/s/{scope}/select` | the checkout page with its native `<select>` |
 //! | `/s/{scope}/login`, `/s/{scope}/decoy` | where an expired session and a decoy popup lead |
@@ -20,6 +20,17 @@
 //! A fault is armed on a scope by the harness, in process ([`FixtureServer::arm`]);
 //! nothing in a URL says so.
 //!
+//! A scope's ledger records only while it is open: the harness opens it before the trial's
+//! page loads ([`LedgerKey::open`]) and closes it by taking the ledger
+//! ([`LedgerKey::take`]). Every event a request would record (a page's event, a search
+//! submission, a form save, the decoy) is refused with 404 on a scope that is not open,
+//! so a finished trial's late requests store nothing. `faultline serve` opens scopes on
+//! demand instead ([`ServerOptions::open_scopes_on_demand`]). What any client can make
+//! the server hold is bounded ([`limits`]): request bodies (413 past the limit), each
+//! scope's ledger and all of them together (past a limit, one `ledger_overflow` event and
+//! 429), each armed scope's witness log, the time a connection may take to send its
+//! headers, and the number of connections held at once.
+//!
 //! The server binds `127.0.0.1` on an ephemeral port unless told otherwise.
 
 #![warn(missing_docs)]
@@ -27,12 +38,13 @@
 pub mod anomalies;
 mod app;
 mod ledger;
+pub mod limits;
 pub mod pages;
 mod task;
 pub mod truth;
 
 pub use anomalies::SiteWitness;
-pub use ledger::{Ledger, LedgerEvent, LedgerKey, Scope};
+pub use ledger::{Ledger, LedgerEvent, LedgerKey, LedgerLimits, Scope};
 pub use task::{judge, locate_script, plan_script};
 pub use truth::Truth;
 
@@ -61,11 +73,54 @@ pub struct FixtureServer {
     task: Option<JoinHandle<()>>,
 }
 
+/// How a fixture server treats scopes and what it bounds. The defaults (see
+/// [`limits`]) are what a run uses.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Open any valid scope on its first event, instead of only those the key holder
+    /// opened ([`LedgerKey::open`]). For `faultline serve`, where a person loads pages
+    /// under scopes they choose; still within [`ServerOptions::ledger`].
+    pub open_scopes_on_demand: bool,
+    /// How much the ledgers may hold.
+    pub ledger: LedgerLimits,
+    /// The largest request body read ([`limits::MAX_BODY_BYTES`]).
+    pub max_body_bytes: usize,
+    /// How long a connection may take to send its request headers
+    /// ([`limits::HEADER_READ_TIMEOUT`]).
+    pub header_read_timeout: std::time::Duration,
+    /// The most connections held at once ([`limits::MAX_CONNECTIONS`]).
+    pub max_connections: usize,
+}
+
+impl Default for ServerOptions {
+    fn default() -> ServerOptions {
+        ServerOptions {
+            open_scopes_on_demand: false,
+            ledger: LedgerLimits::default(),
+            max_body_bytes: limits::MAX_BODY_BYTES,
+            header_read_timeout: limits::HEADER_READ_TIMEOUT,
+            max_connections: limits::MAX_CONNECTIONS,
+        }
+    }
+}
+
 impl FixtureServer {
-    /// Starts the server on `bind` (use port 0 for an ephemeral port). Returns the server
-    /// and the only key that can read its ledgers.
+    /// Starts the server on `bind` (use port 0 for an ephemeral port) with the default
+    /// options. Returns the server and the only key that can read its ledgers.
     pub async fn start(bind: SocketAddr) -> std::io::Result<(FixtureServer, LedgerKey)> {
-        let store = Arc::new(LedgerStore::new());
+        FixtureServer::start_with(bind, ServerOptions::default()).await
+    }
+
+    /// Starts the server on `bind` with `options`. Returns the server and the only key
+    /// that can read its ledgers.
+    pub async fn start_with(
+        bind: SocketAddr,
+        options: ServerOptions,
+    ) -> std::io::Result<(FixtureServer, LedgerKey)> {
+        let store = Arc::new(LedgerStore::new(
+            options.ledger,
+            options.open_scopes_on_demand,
+        ));
         let secret: [u8; 32] = rand::random();
         let board = Arc::new(FaultBoard::new());
         let state = AppState {
@@ -76,17 +131,8 @@ impl FixtureServer {
         let listener = tokio::net::TcpListener::bind(bind).await?;
         let addr = listener.local_addr()?;
         let (tx, rx) = oneshot::channel::<()>();
-        let app = router(state);
-        let stopping = board.clone();
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = rx.await;
-                    // Let hung requests go, so shutdown does not wait for them.
-                    let _ = stopping.stopping.send(true);
-                })
-                .await;
-        });
+        let app = router(state).layer(axum::extract::DefaultBodyLimit::max(options.max_body_bytes));
+        let task = tokio::spawn(serve(listener, app, options, board.clone(), rx));
         Ok((
             FixtureServer {
                 addr,
@@ -160,6 +206,73 @@ impl Drop for FixtureServer {
             let _ = tx.send(());
         }
     }
+}
+
+/// How long shutdown waits for open connections to finish their requests before it
+/// drops them. Held requests let go as soon as shutdown begins, so an answered request
+/// needs milliseconds; what is left after this is a connection that never finished its
+/// headers.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Accepts connections until `stop` fires, then lets every connection finish its request
+/// (for at most [`SHUTDOWN_GRACE`]) and waits for them. Unlike `axum::serve`, a connection
+/// must send its request headers within the header-read timeout or be closed, and at most
+/// `max_connections` are held at once (more wait in the listen backlog).
+async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    options: ServerOptions,
+    board: Arc<FaultBoard>,
+    stop: oneshot::Receiver<()>,
+) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let slots = Arc::new(tokio::sync::Semaphore::new(options.max_connections.max(1)));
+    let mut connections = tokio::task::JoinSet::new();
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        while connections.try_join_next().is_some() {}
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+            _ = &mut stop => break,
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors, say: wait for connections to close
+                    // rather than spin.
+                    tracing::warn!("fixture server: accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = &mut stop => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(options.header_read_timeout)
+            .serve_connection(
+                TokioIo::new(stream),
+                hyper_util::service::TowerToHyperService::new(app.clone()),
+            );
+        let connection = graceful.watch(connection);
+        connections.spawn(async move {
+            let _ = connection.await;
+            drop(slot);
+        });
+    }
+    drop(listener);
+    // Let hung requests go, so shutdown does not wait for them.
+    let _ = board.stopping.send(true);
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        connections.abort_all();
+    }
+    while connections.join_next().await.is_some() {}
 }
 
 fn router(state: AppState) -> Router {
@@ -246,8 +359,10 @@ async fn event(
     if !is_page_event(&ev.kind) {
         return bad_request(format!("kind: unknown event kind `{}`", ev.kind));
     }
-    state.store.append(&scope, &ev.kind, ev.page_ms, ev.data);
-    StatusCode::NO_CONTENT.into_response()
+    match state.store.append(&scope, &ev.kind, ev.page_ms, ev.data) {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(refused) => refused.response(),
+    }
 }
 
 async fn witness(
@@ -260,7 +375,8 @@ async fn witness(
 }
 
 /// Records a page-sent witness on `scope`, or returns the refusal: 400 for a bad scope,
-/// 409 on a scope with no fault armed, which has nothing to witness.
+/// 409 on a scope with no fault armed, which has nothing to witness, 429 once the scope's
+/// witness log is full.
 fn record_witness(
     state: &AppState,
     scope: &str,
@@ -271,10 +387,18 @@ fn record_witness(
     if let Err(r) = scope_or_400(scope) {
         return Some(r.into_response());
     }
-    if state.board.witness(scope, kind, true, page_ms, data) {
-        None
-    } else {
-        Some((StatusCode::CONFLICT, "no fault is armed on this scope").into_response())
+    match state.board.try_witness(scope, kind, true, page_ms, data) {
+        Ok(()) => None,
+        Err(anomalies::WitnessRefused::NotArmed) => {
+            Some((StatusCode::CONFLICT, "no fault is armed on this scope").into_response())
+        }
+        Err(anomalies::WitnessRefused::Full) => Some(
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                "this scope's witness log is full; the event was not kept",
+            )
+                .into_response(),
+        ),
     }
 }
 
@@ -319,9 +443,12 @@ async fn decoy(State(state): State<AppState>, Path(scope): Path<String>) -> Resp
         Ok(s) => s,
         Err(r) => return r.into_response(),
     };
-    state
+    if let Err(refused) = state
         .store
-        .append(&scope, "decoy_opened", None, serde_json::json!({}));
+        .append(&scope, "decoy_opened", None, serde_json::json!({}))
+    {
+        return refused.response();
+    }
     Html(pages::decoy_page(scope.as_str())).into_response()
 }
 

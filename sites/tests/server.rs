@@ -30,6 +30,7 @@ async fn binds_loopback_and_guards_the_ledger_with_the_run_key() {
     let (server, key) = FixtureServer::start_loopback().await.unwrap();
     assert!(server.addr().ip().is_loopback());
     let scope = Scope::parse("t1").unwrap();
+    key.open(&scope);
     let layout = Layout::for_root(1, TaskKind::Search, 0);
     // A real submission is recorded server-side.
     let (status, body) = http(
@@ -70,6 +71,7 @@ async fn binds_loopback_and_guards_the_ledger_with_the_run_key() {
 #[tokio::test]
 async fn rejects_unknown_event_kinds_and_bad_scopes() {
     let (server, key) = FixtureServer::start_loopback().await.unwrap();
+    key.open(&Scope::parse("t2").unwrap());
     let post = |scope: &str, body: &str| {
         format!(
             "POST /s/{scope}/event HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -148,11 +150,13 @@ async fn regression_the_index_page_does_not_reflect_the_host_header() {
 #[tokio::test]
 async fn a_delayed_response_is_in_flight_for_its_scope_until_it_is_sent() {
     use faultline_faults::site::{NetworkEffect, NetworkRule, Route, SiteInjection};
-    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
+    let (server, key) = FixtureServer::start_loopback().await.unwrap();
     let (slow, other) = (
         Scope::parse("slow").unwrap(),
         Scope::parse("other").unwrap(),
     );
+    key.open(&slow);
+    key.open(&other);
     server.arm(
         &slow,
         SiteInjection {

@@ -19,6 +19,12 @@ impl Scorer {
         Scorer { key }
     }
 
+    /// Opens the scope's ledger before its page loads: the server records a page's events
+    /// only on an open scope, and [`Scorer::score`] closes it again.
+    pub fn open(&self, scope: &Scope) {
+        self.key.open(scope);
+    }
+
     /// Records a capture's page-clock interval in the scope's ledger.
     pub fn note_capture(&self, scope: &Scope, mark: &CaptureMark) {
         self.key.note(
@@ -39,7 +45,7 @@ impl Scorer {
         );
     }
 
-    /// Takes the scope's ledger and judges it against the layout.
+    /// Takes the scope's ledger (closing the scope) and judges it against the layout.
     pub fn score(&self, scope: &Scope, layout: &Layout) -> (Ledger, Truth) {
         let ledger = self.key.take(scope);
         let truth = faultline_sites::judge(layout, &ledger);

@@ -1,7 +1,8 @@
 //! A session: one fresh page under one fresh ledger scope, with the fault's site side
 //! armed — the unit every trial, episode and recorder works in.
 //!
-//! The life of a session is always the same: a random scope; the fault's site injection
+//! The life of a session is always the same: a random scope, its ledger opened (the
+//! server records a page's events only on an open scope); the fault's site injection
 //! armed on it (before the page loads, so the first response is already faulty); a fresh
 //! page from the pool (its own browser context); the task page loaded; then the round
 //! trip, as many steps as the caller wants, with the ledger checkpointed between them;
@@ -52,8 +53,8 @@ pub struct Finished {
 }
 
 impl<'e> Session<'e> {
-    /// Arms the fault's site side on a fresh scope, takes a fresh page and loads the
-    /// task page. Observations are captured at `image` size.
+    /// Opens a fresh scope's ledger, arms the fault's site side on it, takes a fresh page
+    /// and loads the task page. Observations are captured at `image` size.
     pub async fn open(
         engine: &'e Engine,
         layout: &Layout,
@@ -71,7 +72,9 @@ impl<'e> Session<'e> {
             seen_events: 0,
             settled: false,
         };
-        // Armed before the page loads; from here on the guard disarms it whatever happens.
+        // Opened and armed before the page loads; from here on the guard disarms the scope
+        // and takes (closes) its ledger whatever happens.
+        engine.scorer.open(&session.scope);
         if let Some(injection) = fault.as_ref().and_then(|f| f.site(layout)) {
             engine.server.arm(&session.scope, injection);
         }

@@ -148,15 +148,15 @@ async fn form_save(
     }
     let duplicate = state
         .store
-        .snapshot(scope.as_str())
-        .of_kind("write")
-        .any(|e| e.data["key"] == req.key);
-    state.store.append(
+        .any(scope.as_str(), "write", |e| e.data["key"] == req.key);
+    if let Err(refused) = state.store.append(
         &scope,
         "write",
         None,
         serde_json::json!({ "text": req.text, "key": req.key, "committed": !duplicate }),
-    );
+    ) {
+        return refused.response();
+    }
     Json(serde_json::json!({ "ok": true, "duplicate": duplicate })).into_response()
 }
 

@@ -151,12 +151,14 @@ async fn results(
             .collect()
     };
     // The server records the submission itself: the query as it arrived over HTTP.
-    state.store.append(
+    if let Err(refused) = state.store.append(
         &scope,
         "submitted",
         None,
         serde_json::json!({ "query": q.q, "results": results }),
-    );
+    ) {
+        return refused.response();
+    }
     Html(search_results(scope.as_str(), &layout, &q.q, &results)).into_response()
 }
 
