@@ -547,6 +547,53 @@ async fn regression_a_short_renderer_freeze_is_not_stored_as_a_page_that_did_not
     assert_nothing_left(&before);
 }
 
+/// Regression (a renderer frozen during the hover settle changed stored outcomes: the
+/// tooltip's timer, overdue when the renderer resumed, raced the capture, and 4 of 8
+/// working chart trials were stored as answered "from a tooltip changing mid-capture").
+/// The settle is time the page gets: after it, every timer already due has run before
+/// the harness looks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_a_renderer_frozen_during_the_settle_runs_its_overdue_timers_before_the_capture()
+{
+    let _serial = SERIAL.lock().await;
+    let before = profile_dirs();
+    let (browser, pool, page, server) = one_page(Liveness::default()).await;
+    let pid = browser.pid().unwrap();
+    for round in 0..3 {
+        // A tooltip's timer, due 400 ms from now; the renderer stops at once for 1.5 s
+        // and the harness settles for 1 s (so the settle ends mid-freeze).
+        page.eval(
+            "window.__order = []; window.__set = performance.now();              setTimeout(() => { window.__fired = performance.now(); window.__order.push('timer'); }, 400); true",
+        )
+        .await
+        .unwrap();
+        let freeze = freeze_renderers(pid, Duration::from_millis(1500));
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        page.run_overdue_timers().await.unwrap();
+        let seen = page
+            .eval("window.__order.push('look'); [window.__order, window.__fired - window.__set]")
+            .await
+            .unwrap();
+        freeze.join().unwrap();
+        assert_eq!(
+            seen[0],
+            serde_json::json!(["timer", "look"]),
+            "round {round}"
+        );
+        // The freeze did hold the timer back (else this round tested nothing).
+        let held = seen[1].as_f64().unwrap();
+        assert!(
+            held > 1000.0,
+            "round {round}: the timer ran {held} ms after it was set"
+        );
+    }
+    drop(page);
+    drop(pool);
+    browser.close().await;
+    server.shutdown().await;
+    assert_nothing_left(&before);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn regression_a_crashed_renderer_and_a_dead_browser_are_noticed_at_once_not_after_a_timeout()
 {

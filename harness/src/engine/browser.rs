@@ -1105,6 +1105,15 @@ impl TrialPage {
         Ok(())
     }
 
+    /// Returns once every page timer already due has run: a zero-delay timer is queued
+    /// behind all overdue ones (timers run in deadline order), so after a renderer stall
+    /// the page catches up before the harness looks at it.
+    pub async fn run_overdue_timers(&self) -> Result<()> {
+        self.eval("new Promise((done) => setTimeout(done, 0))")
+            .await?;
+        Ok(())
+    }
+
     /// The page clock (`performance.now()` of the top document).
     pub async fn page_now(&self) -> Result<f64> {
         self.eval("performance.now()")

@@ -6,6 +6,10 @@
 //! actions, and nothing after a reply that only waited, answered or stopped; whatever
 //! the reply waited itself counts against it. The `tool.capture_before_settled` fault
 //! skips it altogether, as it skips the reply's own waits (execute stage).
+//!
+//! A settle is time the page gets, not time the harness sleeps: after it, every page
+//! timer already due runs before the capture, so a renderer the machine stopped during
+//! the settle cannot race a tooltip against the screenshot (`run_overdue_timers`).
 
 use crate::engine::browser::Capture;
 use crate::engine::roundtrip::execute::Execution;
@@ -35,6 +39,12 @@ impl RoundTrip {
             }
             _ if settle > 0 => tokio::time::sleep(Duration::from_millis(settle)).await,
             _ => {}
+        }
+        if settle > 0 {
+            // The settle is time the page gets, not time the harness sleeps: a renderer
+            // stopped by the machine during it has timers (a tooltip's) overdue that
+            // would otherwise race the capture.
+            self.page.run_overdue_timers().await?;
         }
         // Only clicks and keys can start a navigation worth waiting for.
         let may_navigate = actions.iter().any(|a| {
