@@ -257,7 +257,7 @@ async fn a_chart_hover_changes_nothing_until_the_tooltip_unless_the_page_highlig
                 serde_json::json!(true),
                 "{at}: the tooltip showed"
             );
-            let finished = session.finish();
+            let finished = session.finish().unwrap();
             let dom_same = before_state == after_state;
             let pixels_same = before.png == after.png;
             match fault {

@@ -86,7 +86,7 @@ async fn an_idle_page_and_a_blank_click_change_nothing_and_no_reward_text_is_sho
             "{task}: {}",
             truth.detail
         );
-        s.finish();
+        s.finish().unwrap();
     }
     h.shutdown().await;
 }
@@ -106,13 +106,13 @@ async fn forty_seeds_draw_forty_streams_and_a_seed_draws_the_same_problem_twice(
             let pa = a.rt().page.eval(PROBLEM_JS).await.unwrap();
             // The seeded stream's next draw after the problem.
             let ra = a.rt().page.eval(NEXT_DRAW_JS).await.unwrap();
-            a.finish();
+            a.finish().unwrap();
             if index < 3 {
                 // A fresh context, the same seed: the same problem and the same stream.
                 let mut b = Session::open(&h.env, &layout, None, IMAGE).await.unwrap();
                 let pb = b.rt().page.eval(PROBLEM_JS).await.unwrap();
                 let rb = b.rt().page.eval(NEXT_DRAW_JS).await.unwrap();
-                b.finish();
+                b.finish().unwrap();
                 assert_eq!(pa, pb, "{task} layout {index}");
                 assert_eq!(ra, rb, "{task} layout {index}");
             }
@@ -290,7 +290,7 @@ async fn skipping_the_recorded_waits_acts_before_the_page_settled() {
                 )
                 .await
                 .unwrap();
-            s.finish();
+            s.finish().unwrap();
             eprintln!("{at} ({query:?}): {right_after} right after, {settled} after {ms} ms; the next action meets {met_settled} once settled");
             assert!(
                 right_after < settled,

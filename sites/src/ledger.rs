@@ -48,6 +48,12 @@ impl Ledger {
         self.events.iter().filter(move |e| e.kind == kind)
     }
 
+    /// The scope's `ledger_overflow` event, when the server refused some of its events:
+    /// the ledger is then incomplete and no truth can be judged from it.
+    pub fn overflow(&self) -> Option<&LedgerEvent> {
+        self.of_kind("ledger_overflow").next()
+    }
+
     /// The latest event of kind `kind`, if any.
     pub fn last_of_kind(&self, kind: &str) -> Option<&LedgerEvent> {
         self.events.iter().rev().find(|e| e.kind == kind)

@@ -176,7 +176,7 @@ pub async fn run_episode(engine: &Engine, spec: &EpisodeSpec<'_>) -> Result<Epis
     )
     .await?;
     session.record(None).await?;
-    let finished = session.finish();
+    let finished = session.finish()?;
     Ok(EpisodeResult {
         before,
         fired: transcript.steps.iter().any(|s| s.witness.is_some())

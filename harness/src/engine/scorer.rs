@@ -4,7 +4,9 @@
 //! evidence only; the ledger is read afterwards, by [`Scorer`], which alone holds the
 //! ledger key. Nothing else in the harness holds a [`LedgerKey`].
 
+use crate::engine::liveness::{InfraFailure, InfraKind};
 use crate::engine::roundtrip::CaptureMark;
+use anyhow::{anyhow, Result};
 use faultline_sites::{Ledger, LedgerKey, Scope, Truth};
 use faultline_tasks::Layout;
 
@@ -45,11 +47,22 @@ impl Scorer {
         );
     }
 
-    /// Takes the scope's ledger (closing the scope) and judges it against the layout.
-    pub fn score(&self, scope: &Scope, layout: &Layout) -> (Ledger, Truth) {
+    /// Takes the scope's ledger (closing the scope) and judges it against the layout. A
+    /// ledger the server had to cut short (past its limits, it refused events) has no
+    /// truth to judge: that is an infrastructure failure, retried, never an outcome.
+    pub fn score(&self, scope: &Scope, layout: &Layout) -> Result<(Ledger, Truth)> {
         let ledger = self.key.take(scope);
+        if let Some(overflow) = ledger.overflow() {
+            return Err(anyhow!(InfraFailure::new(
+                InfraKind::Harness,
+                format!(
+                    "the fixture server's ledger for this trial overflowed ({}): its truth is incomplete",
+                    overflow.data
+                )
+            )));
+        }
         let truth = faultline_sites::judge(layout, &ledger);
-        (ledger, truth)
+        Ok((ledger, truth))
     }
 
     /// Judges the scope's ledger as it stands, leaving it in place (episodes judge after
@@ -58,5 +71,61 @@ impl Scorer {
         let ledger = self.key.read(scope);
         let truth = faultline_sites::judge(layout, &ledger);
         (ledger, truth)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use faultline_sites::{FixtureServer, LedgerLimits, ServerOptions};
+    use faultline_tasks::TaskKind;
+
+    /// Regression (issue 29: a scope past the fixture server's limits keeps one
+    /// `ledger_overflow` event and refuses the rest): a trial scored from such a cut
+    /// ledger would store a truth judged on missing events. It is an infrastructure
+    /// failure instead (retried); a scope within the limits scores as before.
+    #[tokio::test]
+    async fn regression_a_ledger_cut_short_by_its_limits_is_an_infra_failure_not_a_truth() {
+        let options = ServerOptions {
+            ledger: LedgerLimits {
+                scope_events: 3,
+                ..LedgerLimits::default()
+            },
+            ..ServerOptions::default()
+        };
+        let (server, key) =
+            FixtureServer::start_with(std::net::SocketAddr::from(([127, 0, 0, 1], 0)), options)
+                .await
+                .unwrap();
+        let scorer = Scorer::new(key);
+        let layout = Layout::for_root(1, TaskKind::Search, 0);
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::new();
+        let mut statuses = Vec::new();
+        for (name, events) in [("within", 3), ("flooded", 5)] {
+            let scope = Scope::parse(name).unwrap();
+            scorer.open(&scope);
+            for _ in 0..events {
+                let r = client
+                    .post(format!("{}/s/{name}/event", server.base_url()))
+                    .json(&serde_json::json!({ "kind": "click", "page_ms": 1.0, "data": {} }))
+                    .send()
+                    .await
+                    .unwrap();
+                statuses.push(r.status().as_u16());
+            }
+        }
+        assert_eq!(statuses, [204, 204, 204, 204, 204, 204, 429, 429]);
+        let (ledger, _) = scorer
+            .score(&Scope::parse("within").unwrap(), &layout)
+            .unwrap();
+        assert_eq!(ledger.events.len(), 3);
+        let e = scorer
+            .score(&Scope::parse("flooded").unwrap(), &layout)
+            .unwrap_err();
+        let f = InfraFailure::find(&e).unwrap_or_else(|| panic!("not an infra failure: {e:#}"));
+        assert_eq!(f.kind, InfraKind::Harness);
+        assert!(f.reason.contains("overflowed"), "{}", f.reason);
+        server.shutdown().await;
     }
 }

@@ -162,11 +162,11 @@ impl<'e> Session<'e> {
 
     /// Disarms the scope (its fault events become the site witness when one of them is
     /// the fault firing), takes and judges the ledger, and closes the page.
-    pub fn finish(mut self) -> Finished {
+    pub fn finish(mut self) -> Result<Finished> {
         let span = Span::start(Stage::Scoring);
         let events = self.engine.server.disarm(&self.scope);
-        let (ledger, truth) = self.engine.scorer.score(&self.scope, &self.layout);
         self.settled = true;
+        let (ledger, truth) = self.engine.scorer.score(&self.scope, &self.layout)?;
         let site_witness = self.fault.as_ref().and_then(|fault| {
             let first = events.iter().find(|e| e.fires)?;
             Some(Witness::new(
@@ -181,12 +181,12 @@ impl<'e> Session<'e> {
             .map(|rt| rt.page.costs.clone())
             .unwrap_or_default();
         span.end(&mut costs);
-        Finished {
+        Ok(Finished {
             site_witness,
             ledger,
             truth,
             costs,
-        }
+        })
     }
 }
 

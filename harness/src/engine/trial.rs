@@ -87,7 +87,7 @@ pub async fn run_trial(
     {
         Ok(s) => s,
         Err(parse_error) => {
-            let finished = session.finish();
+            let finished = session.finish()?;
             return Ok(TrialResult {
                 actions: Vec::new(),
                 executed_json: "[]".into(),
@@ -122,7 +122,7 @@ pub async fn run_trial(
     span.end(session.costs());
     // Only now is the ledger read, after the harness adds what it witnessed itself.
     session.record(step.answer.as_deref()).await?;
-    let finished = session.finish();
+    let finished = session.finish()?;
     let witness = reply_witness.or(step.witness).or(finished.site_witness);
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "scored");
     Ok(TrialResult {
