@@ -8,8 +8,10 @@
 //! the same root seed, layouts, tasks, fault selection, recorded decisions and recovery
 //! design, and therefore the same work items (trial and episode keys). When they differ
 //! the gate refuses with one line naming the first difference ([`Comparability`]); a
-//! different Chromium version is only a warning, since a browser upgrade is exactly the
-//! kind of change a gate exists to judge. Policies may differ, but see below: a policy
+//! different Chromium version or settle mode is only a warning, since a browser upgrade or
+//! a change of timing is exactly the kind of change a gate exists to judge. What counts is
+//! the run record's gate identity ([`crate::db::GateIdentity`]), one of the three "same
+//! run" rules written together in [`crate::db::manifest`]. Policies may differ, but see below: a policy
 //! the candidate dropped is a failure, one it added is only a warning.
 //!
 //! **Paired, per cell.** Because both runs replayed the same decisions on the same
@@ -58,7 +60,7 @@ mod snapshot;
 
 pub use rules::{Floor, Metric, MetricRule, Rules, Significance};
 pub use snapshot::{
-    load_input, EpisodeOutcome, Identity, InfraError, Snapshot, TrialOutcome, BASELINE_FORMAT,
+    load_input, EpisodeOutcome, InfraError, Snapshot, TrialOutcome, BASELINE_FORMAT,
     BASELINE_VERSION,
 };
 
@@ -305,6 +307,14 @@ pub fn comparability(baseline: &Snapshot, candidate: &Snapshot) -> Comparability
             a.chromium_version.as_deref().unwrap_or("unknown"),
             b.chromium_version.as_deref().unwrap_or("unknown")
         ));
+    }
+    // The settle mode is the harness's timing, a change a gate exists to judge: reported,
+    // never a refusal, and only when both runs recorded one (older runs and baseline
+    // files did not).
+    if let (Some(x), Some(y)) = (&a.settle, &b.settle) {
+        if x != y {
+            warnings.push(format!("settle modes differ (baseline {x}, candidate {y})"));
+        }
     }
     let shared = shared_policies(baseline, candidate);
     for (side, s) in [("baseline", baseline), ("candidate", candidate)] {

@@ -4,7 +4,7 @@
 //! the gate would pair the item twice and count it double.
 
 use crate::config::run_policies;
-use crate::db::ResultsDb;
+use crate::db::{GateIdentity, ResultsDb};
 use anyhow::{anyhow, bail, Context, Result};
 use faultline_tasks::{Condition, Verdict};
 use serde::{Deserialize, Serialize};
@@ -15,55 +15,6 @@ use std::path::Path;
 pub const BASELINE_FORMAT: &str = "faultline-baseline";
 /// The baseline file version this faultline writes and reads.
 pub const BASELINE_VERSION: u32 = 1;
-
-/// What makes two runs comparable, from the run's manifest.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Identity {
-    /// The run's root seed (`root_seed`).
-    pub root_seed: serde_json::Value,
-    /// The number of layouts per task (`layouts`).
-    pub layouts: serde_json::Value,
-    /// The tasks run (`tasks`).
-    pub tasks: serde_json::Value,
-    /// The fault selection (`faults`).
-    pub faults: serde_json::Value,
-    /// The decisions' content hash when the manifest has one, else their description.
-    pub decisions: serde_json::Value,
-    /// The recovery design without its policy list (policies may differ between runs).
-    pub recovery: serde_json::Value,
-    /// The Chromium version the run used (a difference is only a warning).
-    pub chromium_version: Option<String>,
-    /// The git commit faultline was built from, when known.
-    pub git_commit: Option<String>,
-    /// The faultline version that made the run.
-    pub faultline_version: Option<String>,
-}
-
-impl Identity {
-    /// Reads the identity out of a run manifest (JSON).
-    pub fn from_manifest(m: &serde_json::Value) -> Identity {
-        let mut recovery = m["recovery"].clone();
-        if let Some(o) = recovery.as_object_mut() {
-            o.remove("policies");
-        }
-        let decisions = match &m["decisions_sha256"] {
-            serde_json::Value::Null => m["decisions"].clone(),
-            hash => hash.clone(),
-        };
-        let text = |k: &str| m[k].as_str().map(str::to_string);
-        Identity {
-            root_seed: m["root_seed"].clone(),
-            layouts: m["layouts"].clone(),
-            tasks: m["tasks"].clone(),
-            faults: m["faults"].clone(),
-            decisions,
-            recovery,
-            chromium_version: text("chromium_version"),
-            git_commit: text("git_commit"),
-            faultline_version: text("faultline_version"),
-        }
-    }
-}
 
 /// One detection trial: its key, cell and every policy's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -140,8 +91,9 @@ pub struct Snapshot {
     pub format: String,
     /// [`BASELINE_VERSION`].
     pub version: u32,
-    /// What makes the run comparable to another.
-    pub identity: Identity,
+    /// What makes the run comparable to another: the gate's identity rule of the run
+    /// record ([`GateIdentity`]).
+    pub identity: GateIdentity,
     /// The run's policies, in report order.
     pub policies: Vec<String>,
     /// Detection trials, by key.
@@ -157,9 +109,8 @@ pub struct Snapshot {
 impl Snapshot {
     /// Reads a stored run.
     pub fn from_db(db: &ResultsDb) -> Result<Snapshot> {
-        let manifest: serde_json::Value = match db.meta("manifest")? {
-            Some(m) => serde_json::from_str(&m).context("meta.manifest is not JSON")?,
-            None => bail!("the database has no run manifest"),
+        let Some(manifest) = db.manifest()? else {
+            bail!("the database has no run manifest")
         };
         let mut verdicts: BTreeMap<String, BTreeMap<String, Verdict>> = BTreeMap::new();
         for v in db.verdicts()? {
@@ -223,7 +174,7 @@ impl Snapshot {
         Ok(Snapshot {
             format: BASELINE_FORMAT.into(),
             version: BASELINE_VERSION,
-            identity: Identity::from_manifest(&manifest),
+            identity: GateIdentity::of(&manifest),
             policies,
             trials,
             episodes,

@@ -1,17 +1,44 @@
 use super::*;
+use crate::db::manifest::RecoveryDesign;
 use crate::db::tests::{row, verdict};
-use crate::db::ResultsDb;
-use faultline_tasks::Verdict;
+use crate::db::{GateIdentity, Manifest, ResultsDb};
+use faultline_faults::Fault;
+use faultline_tasks::{TaskKind, Verdict};
 
 const FRAME_FAULT: &str = "feedback.iframe_no_change";
 
-fn identity(layouts: u32) -> Identity {
-    Identity::from_manifest(&serde_json::json!({
-        "root_seed": 1, "layouts": layouts, "tasks": ["grid", "frame"],
-        "faults": ["reference"], "decisions_sha256": "abc",
-        "recovery": {"layouts": 2, "runs": 1, "policies": ["outcome"]},
-        "chromium_version": "120.0", "git_commit": "c0ffee",
-    }))
+/// The record of a run of `layouts` layouts, as the harness writes it.
+fn manifest(layouts: u32) -> Manifest {
+    Manifest {
+        chromium_version: "120.0".into(),
+        config_as_passed: None,
+        config_resolved: serde_json::json!({ "seed": 1, "timing": { "settle": "fixed" } }),
+        decisions: "committed".into(),
+        decisions_sha256: Some("abc".into()),
+        faultline_version: "0.1.0".into(),
+        faults: vec![Fault::UnscaledCoordinates, Fault::IframeNoChange],
+        git_commit: "c0ffee".into(),
+        layouts,
+        merged_shards: None,
+        policies: vec!["unverified".into(), "outcome".into()],
+        recovery: Some(RecoveryDesign {
+            agents: vec!["scripted".into()],
+            budget: 3,
+            faults: vec![Fault::IframeNoChange],
+            layouts: 2,
+            max_steps: 8,
+            policies: vec!["outcome".into()],
+            runs: 1,
+        }),
+        root_seed: 1,
+        settle: Some("fixed".into()),
+        shard: None,
+        tasks: vec![TaskKind::Grid, TaskKind::Frame],
+    }
+}
+
+fn identity(layouts: u32) -> GateIdentity {
+    GateIdentity::of(&manifest(layouts))
 }
 
 /// A run of `layouts` layouts: per layout a fired grid fault (the click landed wrong), a
@@ -347,11 +374,7 @@ fn a_database_and_its_exported_baseline_are_the_same_input() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("results.sqlite");
     let mut db = ResultsDb::open(&path).unwrap();
-    db.set_meta(
-        "manifest",
-        r#"{"root_seed": 1, "layouts": 2, "decisions": "x"}"#,
-    )
-    .unwrap();
+    db.set_manifest(&manifest(2)).unwrap();
     db.set_meta("policies", r#"["outcome"]"#).unwrap();
     db.insert_trial(
         &row("detection/grid/001/execute.unscaled_coordinates"),
@@ -365,6 +388,8 @@ fn a_database_and_its_exported_baseline_are_the_same_input() {
     drop(db);
     let from_dir = load_input(dir.path()).unwrap();
     assert_eq!(load_input(&path).unwrap(), from_dir);
+    // The identity is the run record's gate rule, read typed.
+    assert_eq!(from_dir.identity, GateIdentity::of(&manifest(2)));
     assert_eq!(from_dir.trials.len(), 1);
     assert_eq!(from_dir.trials[0].caught("outcome"), Some(true));
     let json = dir.path().join("baseline.json");
@@ -603,8 +628,7 @@ fn regression_a_databases_infrastructure_errors_reach_the_gate() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("results.sqlite");
     let mut db = ResultsDb::open(&path).unwrap();
-    db.set_meta("manifest", r#"{"root_seed": 1, "layouts": 2}"#)
-        .unwrap();
+    db.set_manifest(&manifest(2)).unwrap();
     db.set_meta("policies", r#"["outcome", "changed"]"#)
         .unwrap();
     let infra = |key: &str, policy: &str, kind: &str| InfraErrorRow {
@@ -647,4 +671,79 @@ fn regression_a_databases_infrastructure_errors_reach_the_gate() {
     );
     // They travel in the baseline file.
     assert_eq!(Snapshot::from_json("b.json", &s.to_json()).unwrap(), s);
+}
+
+/// The gate pairs runs by the run record's gate identity: a candidate whose manifest
+/// differs from the baseline's only in what that rule leaves out (policies of the
+/// recovery design, the build, the resolved config) or only reports (Chromium, settle
+/// mode) is compared; one differing in what it includes is refused.
+#[test]
+fn regression_the_gate_compares_runs_by_the_run_records_gate_identity() {
+    let baseline = snapshot(12, false);
+    let with = |edit: fn(&mut Manifest)| {
+        let mut m = manifest(12);
+        edit(&mut m);
+        Snapshot {
+            identity: GateIdentity::of(&m),
+            ..snapshot(12, false)
+        }
+    };
+    let check = |candidate: &Snapshot| {
+        gate(&baseline, candidate, ("a", "b"), &Rules::default(), false)
+            .unwrap()
+            .comparability
+    };
+    // Left out: no refusal, nothing to say.
+    for edit in [
+        (|m: &mut Manifest| m.recovery.as_mut().unwrap().policies.clear()) as fn(&mut Manifest),
+        |m| m.git_commit = "other".into(),
+        |m| m.faultline_version = "0.2.0".into(),
+        |m| m.config_resolved = serde_json::json!({ "jobs": 8 }),
+        |m| m.policies = vec!["outcome".into(), "unverified".into()],
+    ] {
+        let c = check(&with(edit));
+        assert_eq!((c.refused, c.warnings), (None, Vec::<String>::new()));
+    }
+    // Carried and reported: the settle mode, the harness's timing.
+    let c = check(&with(|m| m.settle = Some("stable".into())));
+    assert_eq!(c.refused, None);
+    assert_eq!(
+        c.warnings,
+        ["settle modes differ (baseline fixed, candidate stable)"]
+    );
+    // A baseline file written before the settle mode was recorded says nothing about it.
+    let mut older = baseline.clone();
+    older.identity.settle = None;
+    let text = older.to_json();
+    assert!(!text.contains("\"settle\""), "{text}");
+    let older = Snapshot::from_json("old.json", &text).unwrap();
+    let c = gate(
+        &older,
+        &with(|m| m.settle = Some("stable".into())),
+        ("a", "b"),
+        &Rules::default(),
+        false,
+    )
+    .unwrap()
+    .comparability;
+    assert_eq!((c.refused, c.warnings), (None, Vec::<String>::new()));
+    // Included: refused, naming the difference.
+    for (edit, want) in [
+        (
+            (|m: &mut Manifest| m.root_seed = 2) as fn(&mut Manifest),
+            "root seeds differ (baseline 1, candidate 2)",
+        ),
+        (
+            |m| m.decisions_sha256 = Some("def".into()),
+            "decisions differ (baseline \"abc\", candidate \"def\")",
+        ),
+        (
+            |m| m.recovery.as_mut().unwrap().budget = 4,
+            "recovery designs differ",
+        ),
+        (|m| m.tasks.reverse(), "tasks differ"),
+    ] {
+        let refused = check(&with(edit)).refused.unwrap();
+        assert!(refused.starts_with(want), "{refused}");
+    }
 }
