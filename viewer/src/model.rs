@@ -62,7 +62,8 @@ fn size(v: &Value) -> Option<Size> {
 
 impl Run {
     pub fn load(db: &ResultsDb) -> Result<Run> {
-        let manifest: Value = match db.manifest()? {
+        let record = db.manifest()?;
+        let manifest: Value = match &record {
             Some(m) => serde_json::to_value(m)?,
             None => Value::Null,
         };
@@ -78,12 +79,15 @@ impl Run {
                 }
             }
         }
-        let resolved = &manifest["config_resolved"];
+        // The resolved config is the harness's own type, stored untyped in the record.
+        let resolved = record.as_ref().map_or(&Value::Null, |m| &m.config_resolved);
         Ok(Run {
             image: size(&resolved["image"]),
             viewport: size(&resolved["viewport"]),
-            budget: manifest["recovery"]["budget"]
-                .as_u64()
+            budget: record
+                .as_ref()
+                .and_then(|m| m.recovery.as_ref())
+                .map(|r| u64::from(r.budget))
                 .or_else(|| resolved["recovery"]["limits"]["budget"].as_u64()),
             policies,
             manifest,
