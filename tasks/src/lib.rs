@@ -17,6 +17,8 @@
 //! - [`Decision`] and [`DecisionSet`]: recorded replies, stored as JSONL.
 //! - [`Condition`], [`Verdict`] and [`StopReason`]: what a trial or an episode came to,
 //!   as the harness stores it and the analysis reads it back.
+//! - [`Phase`] and [`InfraKind`]: a run's phases, and what infrastructure failure
+//!   interrupted an item, as stored by name.
 //! - [`seed`]: one root seed, every other seed derived from it by name.
 //! - [`named_enum!`]: the one definition of a simple enum's stable names.
 
@@ -31,6 +33,7 @@ pub mod instruction;
 pub mod layout;
 mod named;
 pub mod outcome;
+pub mod run;
 pub mod seed;
 pub mod task;
 
@@ -42,4 +45,5 @@ pub use geometry::{Point, Rect, Size};
 pub use instruction::Instruction;
 pub use layout::{ChartLayout, FrameLayout, GridItem, GridLayout, Layout, SearchLayout};
 pub use outcome::{Condition, StopReason, Verdict};
+pub use run::{InfraKind, Phase};
 pub use task::{Task, TaskKind};

@@ -22,48 +22,9 @@ use std::future::Future;
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// What kind of infrastructure failure interrupted a trial or an episode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InfraKind {
-    /// The browser process exited or its DevTools connection closed.
-    BrowserDied,
-    /// The trial page's renderer crashed (or its target went away) when no fault of the
-    /// catalogue crashed it.
-    RendererCrashed,
-    /// A CDP call (a JS evaluation, a screenshot, an input event) or the wait for a
-    /// fresh page got no answer within its deadline: the page is hung.
-    Unresponsive,
-    /// The fixture page could not be loaded.
-    NavigationFailed,
-    /// The agent's model endpoint could not be reached (after its own retries).
-    AgentEndpoint,
-    /// The agent's plugin process crashed, hung past its timeout or could not start.
-    AgentProcess,
-    /// Any other failure of the harness's machinery.
-    Harness,
-}
-
-impl InfraKind {
-    /// The stored name (`browser_died`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            InfraKind::BrowserDied => "browser_died",
-            InfraKind::RendererCrashed => "renderer_crashed",
-            InfraKind::Unresponsive => "unresponsive",
-            InfraKind::NavigationFailed => "navigation_failed",
-            InfraKind::AgentEndpoint => "agent_endpoint",
-            InfraKind::AgentProcess => "agent_process",
-            InfraKind::Harness => "harness_error",
-        }
-    }
-}
-
-impl std::fmt::Display for InfraKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+/// What kind of infrastructure failure interrupted a trial or an episode: part of the
+/// vocabulary (its names are stored in `infra_errors.kind`).
+pub use faultline_tasks::InfraKind;
 
 /// An infrastructure failure: its kind and what happened.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

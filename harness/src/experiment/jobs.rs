@@ -44,14 +44,9 @@ pub const DETECTION_PER_CORE: usize = 5;
 /// Recovery episodes at once per core, by default.
 pub const RECOVERY_PER_CORE: usize = 10;
 
-/// A run's phases, as far as concurrency goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    /// The detection trials.
-    Detection,
-    /// The recovery episodes.
-    Recovery,
-}
+/// A run's phases (part of the vocabulary: their names are stored in
+/// `phase_costs.phase`).
+pub use faultline_tasks::Phase;
 
 /// How many items run at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
