@@ -17,82 +17,51 @@
 
 use crate::db::{PhaseCostRow, ResultsDb, StageCostRow};
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-/// A stage of a trial or an episode, for cost accounting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Stage {
-    /// A fresh browser context and page, opened ahead of time by the page pool (outside
-    /// the item's own wall time: it overlaps other items).
-    SetupAhead,
-    /// Waiting for the fresh page from the pool (nothing when the pool kept up).
-    Setup,
-    /// Loading the task page.
-    Navigation,
-    /// The execute stage: browser input (and the fault's before-act change).
-    Actions,
-    /// The settle wait and any navigation the actions started.
-    Settle,
-    /// The screenshot (with the page-clock read before it).
-    Capture,
-    /// The DOM, text and controls snapshot of every frame.
-    Dom,
-    /// The capture-before-tooltip fault's witness: polling the page for the tooltip.
-    Witness,
-    /// Every policy's judgement.
-    Policies,
-    /// The agent's reply (recovery only).
-    Agent,
-    /// Ledger flush, the harness's notes, disarm, ledger read and truth.
-    Scoring,
-    /// Screenshots written and rows inserted (after the item's attempt).
-    Storage,
-    /// Earlier attempts of the item that an infrastructure failure ended (before the
-    /// attempt that was stored).
-    Retried,
+faultline_tasks::named_enum! {
+    /// A stage of a trial or an episode, for cost accounting (`ALL` is the order of a
+    /// trial; the names are stored in `stage_costs.stage`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Stage: "cost stage" {
+        /// A fresh browser context and page, opened ahead of time by the page pool (outside
+        /// the item's own wall time: it overlaps other items).
+        SetupAhead = "setup_ahead",
+        /// Waiting for the fresh page from the pool (nothing when the pool kept up).
+        Setup = "setup",
+        /// Loading the task page.
+        Navigation = "navigation",
+        /// The execute stage: browser input (and the fault's before-act change).
+        Actions = "actions",
+        /// The settle wait and any navigation the actions started.
+        Settle = "settle",
+        /// The screenshot (with the page-clock read before it).
+        Capture = "capture",
+        /// The DOM, text and controls snapshot of every frame.
+        Dom = "dom",
+        /// The capture-before-tooltip fault's witness: polling the page for the tooltip.
+        Witness = "witness",
+        /// Every policy's judgement.
+        Policies = "policies",
+        /// The agent's reply (recovery only).
+        Agent = "agent",
+        /// Ledger flush, the harness's notes, disarm, ledger read and truth.
+        Scoring = "scoring",
+        /// Screenshots written and rows inserted (after the item's attempt).
+        Storage = "storage",
+        /// Earlier attempts of the item that an infrastructure failure ended (before the
+        /// attempt that was stored).
+        Retried = "retried",
+    }
 }
 
 impl Stage {
-    /// Every stage, in the order of a trial.
-    pub const ALL: [Stage; 13] = [
-        Stage::SetupAhead,
-        Stage::Setup,
-        Stage::Navigation,
-        Stage::Actions,
-        Stage::Settle,
-        Stage::Capture,
-        Stage::Dom,
-        Stage::Witness,
-        Stage::Policies,
-        Stage::Agent,
-        Stage::Scoring,
-        Stage::Storage,
-        Stage::Retried,
-    ];
-
-    /// The stage's stored name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Stage::SetupAhead => "setup_ahead",
-            Stage::Setup => "setup",
-            Stage::Navigation => "navigation",
-            Stage::Actions => "actions",
-            Stage::Settle => "settle",
-            Stage::Capture => "capture",
-            Stage::Dom => "dom",
-            Stage::Witness => "witness",
-            Stage::Policies => "policies",
-            Stage::Agent => "agent",
-            Stage::Scoring => "scoring",
-            Stage::Storage => "storage",
-            Stage::Retried => "retried",
-        }
-    }
-
     /// The stage whose stored name is `name`.
     pub fn from_name(name: &str) -> Option<Stage> {
-        Stage::ALL.into_iter().find(|s| s.name() == name)
+        name.parse().ok()
     }
 
     /// Whether the stage runs inside the attempt whose wall time is the item's stored
@@ -106,14 +75,6 @@ impl Stage {
 /// The phase an item key belongs to (`detection/...` -> `detection`).
 fn phase_of(key: &str) -> &str {
     key.split('/').next().unwrap_or(key)
-}
-
-/// A stage's position in a trial (unknown names sort last).
-fn order(name: &str) -> usize {
-    Stage::ALL
-        .iter()
-        .position(|s| s.name() == name)
-        .unwrap_or(Stage::ALL.len())
 }
 
 /// A plain-text summary of a run's costs: one block per phase run, then per phase the
@@ -147,7 +108,7 @@ pub fn render(
         let _ = writeln!(
             out,
             "{:<10} {} items in {:.1} s wall ({:.2} items/s), jobs {}, isolation {}",
-            p.phase,
+            p.phase.name(),
             p.items,
             secs,
             p.items as f64 / secs.max(1e-9),
@@ -173,15 +134,12 @@ pub fn render(
         );
     }
     // phase -> stage -> (wall, cpu); phase -> items.
-    let mut sums: BTreeMap<&str, BTreeMap<&str, (f64, f64)>> = BTreeMap::new();
+    // Stages order as a trial runs them (their declaration order).
+    let mut sums: BTreeMap<&str, BTreeMap<Stage, (f64, f64)>> = BTreeMap::new();
     let mut items: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for s in stages {
         let phase = phase_of(&s.item_key);
-        let e = sums
-            .entry(phase)
-            .or_default()
-            .entry(s.stage.as_str())
-            .or_default();
+        let e = sums.entry(phase).or_default().entry(s.stage).or_default();
         e.0 += s.wall_ms;
         e.1 += s.cpu_ms;
         items.entry(phase).or_default().insert(&s.item_key);
@@ -195,14 +153,11 @@ pub fn render(
             keys.len()
         );
         let _ = writeln!(out, "  {:<24} {:>9} {:>9}", "stage", "wall ms", "CPU ms");
-        let mut names: Vec<&str> = by_stage.keys().copied().collect();
-        names.sort_by_key(|n| order(n));
-        let within = |n: &str| Stage::from_name(n).is_none_or(Stage::within_attempt);
         let (mut w, mut c) = (0.0, 0.0);
-        for name in names.iter().filter(|n| within(n)) {
-            let (wall, cpu) = by_stage[name];
+        for (stage, (wall, cpu)) in by_stage.iter().filter(|(s, _)| s.within_attempt()) {
             w += wall;
             c += cpu;
+            let name = stage.name();
             let _ = writeln!(out, "  {:<24} {:>9.1} {:>9.1}", name, wall / n, cpu / n);
         }
         let _ = writeln!(
@@ -223,11 +178,14 @@ pub fn render(
                 mean - w / n
             );
         }
-        let outside: Vec<&&str> = names.iter().filter(|n| !within(n)).collect();
+        let outside: Vec<(&Stage, &(f64, f64))> = by_stage
+            .iter()
+            .filter(|(s, _)| !s.within_attempt())
+            .collect();
         if !outside.is_empty() {
             let _ = writeln!(out, "  outside the item's wall:");
-            for name in outside {
-                let (wall, cpu) = by_stage[*name];
+            for (stage, (wall, cpu)) in outside {
+                let name = stage.name();
                 let _ = writeln!(out, "  {:<24} {:>9.1} {:>9.1}", name, wall / n, cpu / n);
             }
         }
@@ -238,6 +196,7 @@ pub fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use faultline_tasks::Phase;
 
     #[test]
     fn every_stage_name_reads_back_and_only_three_are_outside_the_item() {
@@ -256,7 +215,7 @@ mod tests {
     #[test]
     fn a_summary_names_every_phase_and_stage() {
         let phases = vec![PhaseCostRow {
-            phase: "detection".into(),
+            phase: Phase::Detection,
             started_at: "1.000".into(),
             items: 2,
             jobs: 4,
@@ -269,7 +228,7 @@ mod tests {
         }];
         let stage = |key: &str, stage: &str, wall: f64| StageCostRow {
             item_key: key.into(),
-            stage: stage.into(),
+            stage: stage.parse().unwrap(),
             wall_ms: wall,
             cpu_ms: wall / 2.0,
         };

@@ -75,7 +75,7 @@ fn check(db_path: &Path) -> Vec<StageCostRow> {
     let costed: BTreeSet<&str> = by_item.keys().copied().collect();
     assert_eq!(costed, stored, "cost rows for exactly the stored items");
     for (key, rows) in &by_item {
-        let names: BTreeSet<&str> = rows.iter().map(|r| r.stage.as_str()).collect();
+        let names: BTreeSet<&str> = rows.iter().map(|r| r.stage.name()).collect();
         assert_eq!(names.len(), rows.len(), "{key}: one row per stage");
         for must in [
             "setup_ahead",
@@ -89,8 +89,7 @@ fn check(db_path: &Path) -> Vec<StageCostRow> {
         }
         let mut within = 0.0;
         for r in rows {
-            let stage = Stage::from_name(&r.stage)
-                .unwrap_or_else(|| panic!("{key}: unknown stage {}", r.stage));
+            let stage = r.stage;
             assert!(r.wall_ms >= 0.0 && r.cpu_ms >= 0.0, "{key}: {r:?}");
             if stage.within_attempt() {
                 within += r.wall_ms;
@@ -106,9 +105,9 @@ fn check(db_path: &Path) -> Vec<StageCostRow> {
     assert!(by_item
         .iter()
         .filter(|(k, _)| k.starts_with("detection/"))
-        .all(|(_, rows)| rows.iter().any(|r| r.stage == "policies")));
+        .all(|(_, rows)| rows.iter().any(|r| r.stage == Stage::Policies)));
     let phases = db.phase_costs().unwrap();
-    let names: Vec<&str> = phases.iter().map(|p| p.phase.as_str()).collect();
+    let names: Vec<&str> = phases.iter().map(|p| p.phase.name()).collect();
     assert_eq!(names, ["detection", "recovery"], "one row per phase run");
     for (p, phase) in phases.iter().zip([Phase::Detection, Phase::Recovery]) {
         assert!(p.items > 0 && p.wall_ms > 0.0, "{p:?}");

@@ -50,17 +50,8 @@ impl ResultsDb {
         let mut stmt = self.conn.prepare(
             "SELECT item_key, stage, wall_ms, cpu_ms FROM stage_costs ORDER BY item_key, stage",
         )?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(StageCostRow {
-                    item_key: r.get(0)?,
-                    stage: r.get(1)?,
-                    wall_ms: r.get(2)?,
-                    cpu_ms: r.get(3)?,
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+        let rows = stmt.query_map([], |r| Ok(stage_cost_row(r)))?;
+        collect(rows)
     }
 
     /// Every stored phase cost, in the order the phases ran (none before version 4).
@@ -71,23 +62,8 @@ impl ResultsDb {
         let mut stmt = self.conn.prepare(
             "SELECT phase, started_at, items, jobs, isolation, wall_ms, cpu_ours_ms, cpu_browser_ms, peak_rss_ours_kib, peak_rss_browser_kib FROM phase_costs ORDER BY rowid",
         )?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(PhaseCostRow {
-                    phase: r.get(0)?,
-                    started_at: r.get(1)?,
-                    items: r.get::<_, i64>(2)? as u64,
-                    jobs: r.get::<_, i64>(3)? as u64,
-                    isolation: r.get(4)?,
-                    wall_ms: r.get(5)?,
-                    cpu_ours_ms: r.get(6)?,
-                    cpu_browser_ms: r.get(7)?,
-                    peak_rss_ours_kib: r.get::<_, i64>(8)? as u64,
-                    peak_rss_browser_kib: r.get::<_, i64>(9)? as u64,
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+        let rows = stmt.query_map([], |r| Ok(phase_cost_row(r)))?;
+        collect(rows)
     }
 
     /// Every stored trial, ordered by key.
@@ -194,6 +170,32 @@ fn optional_column<T: FromStr<Err = E>, E: Display>(
     r.get::<_, Option<String>>(i)?
         .map(|text| parse_name(&text, table, key, name))
         .transpose()
+}
+
+fn stage_cost_row(r: &Row<'_>) -> Result<StageCostRow> {
+    let key: String = r.get(0)?;
+    Ok(StageCostRow {
+        stage: column(r, 1, "stage_costs", &key, "stage")?,
+        wall_ms: r.get(2)?,
+        cpu_ms: r.get(3)?,
+        item_key: key,
+    })
+}
+
+fn phase_cost_row(r: &Row<'_>) -> Result<PhaseCostRow> {
+    let started_at: String = r.get(1)?;
+    Ok(PhaseCostRow {
+        phase: column(r, 0, "phase_costs", &started_at, "phase")?,
+        started_at,
+        items: r.get::<_, i64>(2)? as u64,
+        jobs: r.get::<_, i64>(3)? as u64,
+        isolation: r.get(4)?,
+        wall_ms: r.get(5)?,
+        cpu_ours_ms: r.get(6)?,
+        cpu_browser_ms: r.get(7)?,
+        peak_rss_ours_kib: r.get::<_, i64>(8)? as u64,
+        peak_rss_browser_kib: r.get::<_, i64>(9)? as u64,
+    })
 }
 
 fn trial_row(r: &Row<'_>) -> Result<TrialRow> {

@@ -1,7 +1,8 @@
 //! The typed rows the harness stores and analysis reads.
 
+use crate::costs::Stage as CostStage;
 use faultline_faults::{Fault, Layer, Stage};
-use faultline_tasks::{Condition, StopReason, TaskKind, Verdict};
+use faultline_tasks::{Condition, Phase, StopReason, TaskKind, Verdict};
 use serde::{Deserialize, Serialize};
 
 /// What one stage of one trial or episode cost (see schema version 4).
@@ -9,9 +10,9 @@ use serde::{Deserialize, Serialize};
 pub struct StageCostRow {
     /// The trial or episode key.
     pub item_key: String,
-    /// The stage's name (`setup`, `navigation`, `actions`, `settle`, `capture`, `dom`,
-    /// `witness`, `policies`, `agent`, `scoring`, `storage`).
-    pub stage: String,
+    /// The stage (stored by name: `setup`, `navigation`, `actions`, `settle`, `capture`,
+    /// `dom`, `witness`, `policies`, `agent`, `scoring`, `storage`, ...).
+    pub stage: CostStage,
     /// Wall milliseconds spent in the stage.
     pub wall_ms: f64,
     /// CPU milliseconds of faultline and Chromium during the stage (attributable to the
@@ -22,8 +23,8 @@ pub struct StageCostRow {
 /// What one phase of one invocation cost (see schema version 4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseCostRow {
-    /// `detection` or `recovery`.
-    pub phase: String,
+    /// The phase (stored by name: `detection` or `recovery`).
+    pub phase: Phase,
     /// When the phase started, in Unix seconds (`1764777600.123`); a resumed run adds a
     /// row.
     pub started_at: String,

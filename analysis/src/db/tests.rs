@@ -1,6 +1,6 @@
 use super::*;
 use faultline_faults::{Fault, Layer, Stage};
-use faultline_tasks::{Condition, StopReason, TaskKind, Verdict};
+use faultline_tasks::{Condition, Phase, StopReason, TaskKind, Verdict};
 use rusqlite::Connection;
 use std::path::Path;
 
@@ -139,7 +139,7 @@ fn costs_are_stored_apart_from_results() {
     let before = db.trials().unwrap();
     let cost = |stage: &str, wall_ms: f64| StageCostRow {
         item_key: "t".into(),
-        stage: stage.into(),
+        stage: stage.parse().unwrap(),
         wall_ms,
         cpu_ms: 1.5,
     };
@@ -148,7 +148,7 @@ fn costs_are_stored_apart_from_results() {
     // Storing the costs again (a retried store) replaces them.
     db.insert_stage_costs(&[cost("capture", 41.0)]).unwrap();
     let phase = PhaseCostRow {
-        phase: "detection".into(),
+        phase: Phase::Detection,
         started_at: "1764777600.000".into(),
         items: 1,
         jobs: 2,
@@ -167,6 +167,37 @@ fn costs_are_stored_apart_from_results() {
     assert_eq!(db.phase_costs().unwrap(), vec![phase]);
     // The results read back exactly as before: costs live in their own tables.
     assert_eq!(db.trials().unwrap(), before);
+    // The typed columns are stored by their names, as when they were plain text.
+    let stored = |sql: &str| -> Vec<String> {
+        let mut stmt = db.conn.prepare(sql).unwrap();
+        let rows = stmt.query_map([], |r| r.get(0)).unwrap();
+        rows.collect::<rusqlite::Result<_>>().unwrap()
+    };
+    assert_eq!(
+        stored("SELECT stage FROM stage_costs ORDER BY stage"),
+        ["capture", "settle"]
+    );
+    assert_eq!(stored("SELECT phase FROM phase_costs"), ["detection"]);
+    // A name the vocabulary does not know is an error naming the table, row and column.
+    db.conn
+        .execute(
+            "UPDATE stage_costs SET stage = 'lunch' WHERE stage = 'settle'",
+            [],
+        )
+        .unwrap();
+    let e = format!("{:#}", db.stage_costs().unwrap_err());
+    assert!(
+        e.contains("stage_costs `t`: column `stage` holds `lunch`: unknown cost stage"),
+        "{e}"
+    );
+    db.conn
+        .execute("UPDATE phase_costs SET phase = 'lunch'", [])
+        .unwrap();
+    let e = format!("{:#}", db.phase_costs().unwrap_err());
+    assert!(
+        e.contains("column `phase` holds `lunch`: unknown phase `lunch` (expected one of: detection, recovery)"),
+        "{e}"
+    );
 }
 
 /// A database written by schema version 1 (the detection-only release).

@@ -108,7 +108,7 @@ impl ResultsDb {
         self.conn.execute(
             "INSERT INTO phase_costs (phase, started_at, items, jobs, isolation, wall_ms, cpu_ours_ms, cpu_browser_ms, peak_rss_ours_kib, peak_rss_browser_kib) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
-                r.phase,
+                r.phase.name(),
                 r.started_at,
                 r.items as i64,
                 r.jobs as i64,
@@ -225,7 +225,7 @@ fn insert_costs(tx: &rusqlite::Transaction<'_>, rows: &[StageCostRow]) -> Result
         "INSERT OR REPLACE INTO stage_costs (item_key, stage, wall_ms, cpu_ms) VALUES (?1, ?2, ?3, ?4)",
     )?;
     for r in rows {
-        stmt.execute(params![r.item_key, r.stage, r.wall_ms, r.cpu_ms])?;
+        stmt.execute(params![r.item_key, r.stage.name(), r.wall_ms, r.cpu_ms])?;
     }
     Ok(())
 }

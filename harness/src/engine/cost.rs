@@ -65,16 +65,10 @@ impl StageCosts {
     }
 
     /// `(stage, wall ms, CPU ms)` of every stage that ran.
-    pub fn rows(&self) -> Vec<(&'static str, f64, f64)> {
+    pub fn rows(&self) -> Vec<(Stage, f64, f64)> {
         Stage::ALL
             .iter()
-            .map(|s| {
-                (
-                    s.name(),
-                    self.wall_ms[*s as usize],
-                    self.cpu_ms[*s as usize],
-                )
-            })
+            .map(|s| (*s, self.wall_ms[*s as usize], self.cpu_ms[*s as usize]))
             .filter(|(_, w, c)| *w > 0.0 || *c > 0.0)
             .collect()
     }
@@ -378,7 +372,7 @@ mod tests {
         a.merge(&b);
         assert_eq!(
             a.rows(),
-            vec![("settle", 120.0, 0.0), ("capture", 15.0, 5.0)]
+            vec![(Stage::Settle, 120.0, 0.0), (Stage::Capture, 15.0, 5.0)]
         );
     }
 
@@ -389,13 +383,13 @@ mod tests {
         c.move_wall(Stage::Actions, Stage::Settle, 250.0);
         assert_eq!(
             c.rows(),
-            vec![("actions", 50.0, 20.0), ("settle", 250.0, 0.0)]
+            vec![(Stage::Actions, 50.0, 20.0), (Stage::Settle, 250.0, 0.0)]
         );
         // More than the stage holds: only what it holds moves.
         c.move_wall(Stage::Actions, Stage::Settle, 1000.0);
         assert_eq!(
             c.rows(),
-            vec![("actions", 0.0, 20.0), ("settle", 300.0, 0.0)]
+            vec![(Stage::Actions, 0.0, 20.0), (Stage::Settle, 300.0, 0.0)]
         );
     }
 
@@ -407,7 +401,7 @@ mod tests {
         span.end(&mut c);
         let rows = c.rows();
         assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].0, "settle");
+        assert_eq!(rows[0].0, Stage::Settle);
         assert!(rows[0].1 >= 30.0, "{rows:?}");
         assert!(rows[0].2 >= 0.0);
     }

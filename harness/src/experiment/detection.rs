@@ -132,7 +132,7 @@ pub async fn run(
     summary.failed = failed;
     summary.policy_errors = policy_errors;
     if summary.run > 0 {
-        db.insert_phase_cost(&summary.cost_row("detection", config.isolation.as_str()))
+        db.insert_phase_cost(&summary.cost_row(Phase::Detection, config.isolation.as_str()))
             .with_context(|| format!("writing {}", db.path().display()))?;
     }
     Ok(summary)
@@ -145,7 +145,7 @@ pub fn cost_rows(item_key: &str, costs: &StageCosts) -> Vec<StageCostRow> {
         .into_iter()
         .map(|(stage, wall_ms, cpu_ms)| StageCostRow {
             item_key: item_key.to_string(),
-            stage: stage.to_string(),
+            stage,
             wall_ms,
             cpu_ms,
         })

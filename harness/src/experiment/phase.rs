@@ -15,6 +15,7 @@ use crate::engine::cost::{PhaseCost, PhaseMeter};
 use crate::engine::waiting::Waiting;
 use anyhow::{Context, Result};
 use faultline_analysis::db::PhaseCostRow;
+use faultline_tasks::Phase;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
@@ -54,9 +55,9 @@ pub struct PhaseSummary {
 
 impl PhaseSummary {
     /// The phase's cost as a stored row (isolated as `isolation`).
-    pub fn cost_row(&self, phase: &str, isolation: &str) -> PhaseCostRow {
+    pub fn cost_row(&self, phase: Phase, isolation: &str) -> PhaseCostRow {
         PhaseCostRow {
-            phase: phase.to_string(),
+            phase,
             started_at: format!("{:.3}", self.started_at),
             items: self.run as u64,
             jobs: self.jobs as u64,

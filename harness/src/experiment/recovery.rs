@@ -158,7 +158,7 @@ pub async fn run(
     summary.cassette_misses = cassette_misses;
     summary.policy_errors = policy_errors;
     if summary.run > 0 {
-        db.insert_phase_cost(&summary.cost_row("recovery", config.isolation.as_str()))
+        db.insert_phase_cost(&summary.cost_row(Phase::Recovery, config.isolation.as_str()))
             .with_context(|| format!("writing {}", db.path().display()))?;
     }
     Ok(summary)
