@@ -5,8 +5,9 @@
 //! vocabulary and the schema cannot drift apart. When they differ in a stored file (a
 //! release added a value), `create_and_migrate` rebuilds that table.
 
+use crate::costs::Stage as CostStage;
 use anyhow::{bail, Context, Result};
-use faultline_tasks::{Condition, StopReason, Verdict};
+use faultline_tasks::{Condition, Phase, StopReason, Verdict};
 use rusqlite::{Connection, OptionalExtension};
 use std::path::Path;
 
@@ -36,15 +37,19 @@ pub const SCHEMA_VERSION: i64 = 5;
 ///   can produce is always one the table accepts (version 4 listed six stop reasons by
 ///   hand and refused `time_limit`). A table whose stored CHECK list differs from the
 ///   vocabulary's is rebuilt when the file is opened for writing (rows copied by column
-///   name, in one transaction); read only, an older file is read as is.
+///   name, in one transaction); read only, an older file is read as is. The cost tables'
+///   `stage` and `phase` columns gained their generated lists the same way, without a new
+///   version: a file whose cost tables lack them is rebuilt like one missing a vocabulary
+///   value.
 const MIGRATE_1_TO_2: &str = r#"
 ALTER TABLE trials ADD COLUMN layer TEXT;
 ALTER TABLE trials ADD COLUMN not_fired_reason TEXT;
 "#;
 
 /// The tables, in creation order (referenced tables first): a name and the column list,
-/// where `{condition}`, `{verdict}`, `{step_verdict}`, `{stop_reason}` and
-/// `{first_verdict}` stand for the CHECK constraints [`vocabulary_checks`] generates.
+/// where `{condition}`, `{verdict}`, `{step_verdict}`, `{stop_reason}`, `{first_verdict}`,
+/// `{cost_stage}` and `{phase}` stand for the CHECK constraints [`vocabulary_checks`]
+/// generates.
 const TABLES: [(&str, &str); 8] = [
     (
         "meta",
@@ -152,7 +157,7 @@ const TABLES: [(&str, &str); 8] = [
         "stage_costs",
         r#"
     item_key TEXT NOT NULL,
-    stage    TEXT NOT NULL,
+    stage    TEXT NOT NULL {cost_stage},
     wall_ms  REAL NOT NULL,
     cpu_ms   REAL NOT NULL,
     PRIMARY KEY (item_key, stage)
@@ -161,7 +166,7 @@ const TABLES: [(&str, &str); 8] = [
     (
         "phase_costs",
         r#"
-    phase               TEXT NOT NULL,
+    phase               TEXT NOT NULL {phase},
     started_at          TEXT NOT NULL,
     items               INTEGER NOT NULL,
     jobs                INTEGER NOT NULL,
@@ -202,7 +207,7 @@ fn one_of<'a>(column: &str, names: impl IntoIterator<Item = &'a str>, nullable: 
 
 /// The placeholders of [`TABLES`] and the CHECK constraints they stand for, each generated
 /// from its vocabulary type.
-fn vocabulary_checks() -> [(&'static str, String); 5] {
+fn vocabulary_checks() -> [(&'static str, String); 7] {
     let verdicts = || Verdict::ALL.map(Verdict::name);
     [
         (
@@ -223,6 +228,14 @@ fn vocabulary_checks() -> [(&'static str, String); 5] {
                 verdicts().into_iter().chain(["none"]),
                 false,
             ),
+        ),
+        (
+            "{cost_stage}",
+            one_of("stage", CostStage::ALL.map(CostStage::name), false),
+        ),
+        (
+            "{phase}",
+            one_of("phase", Phase::ALL.map(Phase::name), false),
         ),
     ]
 }

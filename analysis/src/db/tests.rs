@@ -178,26 +178,14 @@ fn costs_are_stored_apart_from_results() {
         ["capture", "settle"]
     );
     assert_eq!(stored("SELECT phase FROM phase_costs"), ["detection"]);
-    // A name the vocabulary does not know is an error naming the table, row and column.
-    db.conn
-        .execute(
-            "UPDATE stage_costs SET stage = 'lunch' WHERE stage = 'settle'",
-            [],
-        )
-        .unwrap();
-    let e = format!("{:#}", db.stage_costs().unwrap_err());
-    assert!(
-        e.contains("stage_costs `t`: column `stage` holds `lunch`: unknown cost stage"),
-        "{e}"
-    );
-    db.conn
-        .execute("UPDATE phase_costs SET phase = 'lunch'", [])
-        .unwrap();
-    let e = format!("{:#}", db.phase_costs().unwrap_err());
-    assert!(
-        e.contains("column `phase` holds `lunch`: unknown phase `lunch` (expected one of: detection, recovery)"),
-        "{e}"
-    );
+    // The tables refuse a name the vocabulary does not know.
+    for sql in [
+        "UPDATE stage_costs SET stage = 'lunch' WHERE stage = 'settle'",
+        "UPDATE phase_costs SET phase = 'lunch'",
+    ] {
+        let e = db.conn.execute(sql, []).unwrap_err().to_string();
+        assert!(e.contains("CHECK constraint failed"), "{sql}: {e}");
+    }
 }
 
 /// A database written by schema version 1 (the detection-only release).
@@ -596,4 +584,89 @@ fn regression_a_version_4_file_refusing_time_limit_is_rebuilt_with_its_rows_kept
     assert!(db
         .insert_episode(&episode("x"), &[step("nowhere", 0)])
         .is_err());
+}
+
+#[test]
+fn regression_cost_tables_written_without_their_check_lists_are_rebuilt_with_their_rows_kept() {
+    use crate::costs::Stage as CostStage;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v5.sqlite");
+    let mut db = ResultsDb::open(&path).unwrap();
+    let cost = StageCostRow {
+        item_key: "t".into(),
+        stage: CostStage::Capture,
+        wall_ms: 4.0,
+        cpu_ms: 1.0,
+    };
+    db.insert_stage_costs(std::slice::from_ref(&cost)).unwrap();
+    let phase = PhaseCostRow {
+        phase: Phase::Recovery,
+        started_at: "1.000".into(),
+        items: 1,
+        jobs: 1,
+        isolation: "fresh_context".into(),
+        wall_ms: 1.0,
+        cpu_ours_ms: 1.0,
+        cpu_browser_ms: 1.0,
+        peak_rss_ours_kib: 1,
+        peak_rss_browser_kib: 1,
+    };
+    db.insert_phase_cost(&phase).unwrap();
+    drop(db);
+    // Turn the cost tables into what the first version-5 release wrote: no CHECK lists.
+    let stages = format!(
+        " CHECK (stage IN ({}))",
+        CostStage::ALL.map(|s| format!("'{s}'")).join(", ")
+    );
+    let phases = " CHECK (phase IN ('detection', 'recovery'))";
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch("PRAGMA writable_schema = ON").unwrap();
+    for (table, check) in [("stage_costs", stages.as_str()), ("phase_costs", phases)] {
+        let changed = conn
+            .execute(
+                "UPDATE sqlite_master SET sql = replace(sql, ?1, '') WHERE name = ?2",
+                [check, table],
+            )
+            .unwrap();
+        assert_eq!(changed, 1, "{table}");
+    }
+    drop(conn);
+    // Such a table takes any name; read back, an unknown one is an error naming the
+    // table, the row and the column.
+    let conn = Connection::open(&path).unwrap();
+    conn.execute("INSERT INTO stage_costs VALUES ('u', 'lunch', 1, 1)", [])
+        .unwrap();
+    conn.execute("UPDATE phase_costs SET phase = 'lunch'", [])
+        .unwrap();
+    drop(conn);
+    let ro = ResultsDb::open_read_only(&path).unwrap();
+    let e = format!("{:#}", ro.stage_costs().unwrap_err());
+    assert!(
+        e.contains("stage_costs `u`: column `stage` holds `lunch`: unknown cost stage `lunch`"),
+        "{e}"
+    );
+    let e = format!("{:#}", ro.phase_costs().unwrap_err());
+    assert!(
+        e.contains("phase_costs `1.000`: column `phase` holds `lunch`: unknown phase `lunch` (expected one of: detection, recovery)"),
+        "{e}"
+    );
+    drop(ro);
+    let conn = Connection::open(&path).unwrap();
+    conn.execute("DELETE FROM stage_costs WHERE item_key = 'u'", [])
+        .unwrap();
+    conn.execute("UPDATE phase_costs SET phase = 'recovery'", [])
+        .unwrap();
+    drop(conn);
+
+    // Opened for writing: rebuilt, rows kept, the vocabulary's names enforced.
+    let db = ResultsDb::open(&path).unwrap();
+    assert_eq!(db.stage_costs().unwrap(), vec![cost]);
+    assert_eq!(db.phase_costs().unwrap(), vec![phase]);
+    for sql in [
+        "INSERT INTO stage_costs VALUES ('u', 'lunch', 1, 1)",
+        "INSERT INTO phase_costs VALUES ('lunch', '1', 1, 1, 'x', 1, 1, 1, 1, 1)",
+    ] {
+        let e = db.conn.execute(sql, []).unwrap_err().to_string();
+        assert!(e.contains("CHECK constraint failed"), "{sql}: {e}");
+    }
 }
