@@ -11,8 +11,8 @@
 //! different Chromium version or settle mode is only a warning, since a browser upgrade or
 //! a change of timing is exactly the kind of change a gate exists to judge. What counts is
 //! the run record's gate identity ([`crate::db::GateIdentity`]), one of the three "same
-//! run" rules written together in [`crate::db::manifest`]. Policies may differ, but see below: a policy
-//! the candidate dropped is a failure, one it added is only a warning.
+//! run" rules written together in [`crate::db::manifest`]. Policies may differ, but see
+//! below: a policy the candidate dropped is a failure, one it added is only a warning.
 //!
 //! **Paired, per cell.** Because both runs replayed the same decisions on the same
 //! layouts, every item of the baseline has a twin in the candidate, and the comparison is
