@@ -1069,7 +1069,7 @@ impl TrialPage {
     /// The `stable` settle: waits until the top document has had no DOM mutation for
     /// `windows` consecutive windows of `window_ms`, or `cap_ms` has passed. Returns
     /// whether the cap was hit (a page that never settles).
-    pub async fn wait_stable(&self, st: crate::engine::roundtrip::StableSettle) -> Result<bool> {
+    pub async fn wait_stable(&self, st: crate::engine::timing::StableSettle) -> Result<bool> {
         const MUTATIONS: &str = r#"(() => {
           if (!window.__fl_mo) {
             window.__fl_mutations = 0;
