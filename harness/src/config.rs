@@ -9,7 +9,7 @@ use crate::agent::openai::OpenAiConfig;
 use crate::engine::browser::Isolation;
 use crate::engine::episode::EpisodeLimits;
 use crate::engine::liveness::Liveness;
-use crate::engine::roundtrip::{StableSettle, Timing};
+use crate::engine::timing::{StableSettle, Timing};
 use crate::experiment::jobs::{Jobs, MAX_JOBS};
 use crate::plugin::{PluginSpec, DEFAULT_TIMEOUT_MS};
 use anyhow::{bail, Result};

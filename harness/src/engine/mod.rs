@@ -10,6 +10,8 @@
 //! - [`session`]: one page under one ledger scope with the fault's site side armed — the
 //!   unit a trial, an episode and both recorders work in. It is a guard: however the work
 //!   ends, the scope is disarmed, its ledger released and the page closed;
+//! - [`timing`]: the settle and navigation waits of the round trip, read by the browser
+//!   too;
 //! - [`roundtrip`]: one reply through the four stages, each in its own module
 //!   ([`roundtrip::parse`], [`roundtrip::execute`], [`roundtrip::feedback`],
 //!   [`roundtrip::observe`]), with the armed fault offered every hook;
@@ -29,6 +31,7 @@ pub mod liveness;
 pub mod roundtrip;
 pub mod scorer;
 pub mod session;
+pub mod timing;
 pub mod trial;
 pub mod waiting;
 
@@ -41,10 +44,10 @@ use faultline_policies::{Registry, VerificationPolicy};
 use faultline_sites::FixtureServer;
 use faultline_tasks::Size;
 use liveness::Liveness;
-use roundtrip::Timing;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
+use timing::Timing;
 
 /// What every session of a run shares: the browser and its pool of fresh pages, the
 /// fixture server, the scorer (the ledger key), the detection policies and the timing.

@@ -20,6 +20,9 @@ pub mod parse;
 
 pub use execute::Executed;
 pub use parse::{parse_stage, ReplyError, SPECIAL_TOKENS};
+// The timing settings live in their own module (the browser reads them too); kept
+// reachable here for the paths that name them through the round trip.
+pub use crate::engine::timing::{StableSettle, Timing};
 
 use crate::engine::browser::TrialPage;
 use crate::engine::cost::{Span, Stage};
@@ -30,67 +33,6 @@ use faultline_policies::{Observation, PageState};
 use faultline_tasks::formats::Converted;
 use faultline_tasks::{Action, ActionFormat, CoordinateSpace, Layout, Size};
 use serde::{Deserialize, Serialize};
-
-/// Timing knobs of the round trip.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Timing {
-    /// Wait after clicks, typing, keys and scrolls before observing.
-    pub settle_ms: u64,
-    /// Wait after a hover before observing (tooltips need time).
-    pub hover_settle_ms: u64,
-    /// How long the observe stage waits for a navigation the action started before it
-    /// reports the page as not loaded and observes what is there.
-    pub navigation_timeout_ms: u64,
-    /// The `stable` settle mode, when chosen: instead of the fixed settle waits, wait
-    /// until the DOM has not changed for a number of sampling windows, up to a cap.
-    /// Absent (the fixed settle) from a stored config, so fixed-settle runs keep their
-    /// identity.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stable: Option<StableSettle>,
-}
-
-/// The `stable` settle mode: the DOM unchanged (no mutation of the top document) for
-/// `windows` consecutive sampling windows of `window_ms`, or `cap_ms` at most.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StableSettle {
-    /// The length of one sampling window, in milliseconds.
-    pub window_ms: u64,
-    /// Consecutive windows without a DOM change that end the wait.
-    pub windows: u32,
-    /// The longest wait, in milliseconds.
-    pub cap_ms: u64,
-}
-
-impl Default for StableSettle {
-    fn default() -> Self {
-        StableSettle {
-            window_ms: 100,
-            windows: 3,
-            cap_ms: 3000,
-        }
-    }
-}
-
-impl Timing {
-    /// `fixed` or `stable`: the settle mode, as the manifest records it.
-    pub fn settle_mode(&self) -> &'static str {
-        match self.stable {
-            None => "fixed",
-            Some(_) => "stable",
-        }
-    }
-}
-
-impl Default for Timing {
-    fn default() -> Self {
-        Timing {
-            settle_ms: 120,
-            hover_settle_ms: 1400,
-            navigation_timeout_ms: 4000,
-            stable: None,
-        }
-    }
-}
 
 /// Everything one step of the round trip did and saw.
 pub struct StepOutcome {

@@ -1,0 +1,218 @@
+//! The trial page: one trial's page, its guarded CDP calls, navigation, evaluation and
+//! the few reads and writes the faults and the round trip make on it.
+
+use super::pool::Reuse;
+use crate::engine::cost::StageCosts;
+use crate::engine::liveness::{guard, InfraFailure, InfraKind, Liveness, Vital};
+use anyhow::{anyhow, bail, Result};
+use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
+use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
+use chromiumoxide::cdp::browser_protocol::page::CrashParams;
+use chromiumoxide::cdp::browser_protocol::page::NavigateParams;
+use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, ExecutionContextId};
+use chromiumoxide::types::{Command, CommandResponse};
+use chromiumoxide::{Browser, Page};
+use faultline_tasks::{Point, Size};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One trial's page in its own browser context.
+///
+/// Every CDP call it makes has a deadline and ends at once when the browser or the
+/// page's renderer dies (see [`crate::engine::liveness`]).
+pub struct TrialPage {
+    pub(super) browser: Arc<Browser>,
+    pub(super) context: Option<BrowserContextId>,
+    pub(super) page: Page,
+    pub(super) viewport: Size,
+    pub(super) captures: u64,
+    pub(super) browser_alive: Vital,
+    pub(super) alive: Vital,
+    pub(super) watcher: tokio::task::JoinHandle<()>,
+    pub(super) liveness: Liveness,
+    /// What the page has cost so far, stage by stage (opening it, ahead of time, is
+    /// [`Stage::SetupAhead`](crate::engine::cost::Stage::SetupAhead)).
+    pub costs: StageCosts,
+    /// Where the page goes when it is closed, under [`Isolation::ReusedContext`].
+    pub(super) reuse: Option<Reuse>,
+}
+
+impl Drop for TrialPage {
+    fn drop(&mut self) {
+        self.watcher.abort();
+    }
+}
+
+impl TrialPage {
+    /// The deadlines this page's calls keep.
+    pub fn liveness(&self) -> Liveness {
+        self.liveness
+    }
+
+    /// The page's viewport size, in CSS pixels.
+    pub fn viewport(&self) -> Size {
+        self.viewport
+    }
+
+    /// One CDP command on the page, with the call deadline and the liveness signals.
+    pub(super) async fn cdp<T: Command>(
+        &self,
+        what: &str,
+        params: T,
+    ) -> Result<CommandResponse<T::Response>> {
+        self.guarded(what, self.liveness.call(), self.page.execute(params))
+            .await
+    }
+
+    /// Any wait on the page, with a deadline and the liveness signals.
+    pub(super) async fn guarded<T, E: Into<anyhow::Error>>(
+        &self,
+        what: &str,
+        limit: Duration,
+        call: impl std::future::Future<Output = std::result::Result<T, E>>,
+    ) -> Result<T> {
+        // A call the page leaves unanswered for long parks the item (see `waiting`): the
+        // page is not working for it, so another item may. Waits for a page from the
+        // pool do not come here: they wait for the pool, not on a page.
+        let call = guard(what, limit, &self.browser_alive, Some(&self.alive), call);
+        crate::engine::waiting::unanswered(call).await
+    }
+
+    /// Why the page's renderer died, if it did.
+    pub fn crashed(&self) -> Option<String> {
+        self.alive.dead()
+    }
+
+    /// Crashes the page's renderer (CDP `Page.crash`): what the renderer-crash fault of
+    /// the catalogue does after the action. Waits (within the call deadline) until the
+    /// crash has been noticed.
+    pub async fn crash_renderer(&self) -> Result<()> {
+        // The command itself gets no answer: the renderer that would answer is gone.
+        let page = self.page.clone();
+        tokio::spawn(async move {
+            let _ = page.execute(CrashParams::default()).await;
+        });
+        match tokio::time::timeout(self.liveness.call(), self.alive.died()).await {
+            Ok(_) => Ok(()),
+            Err(_) => Err(anyhow!(InfraFailure::new(
+                InfraKind::Unresponsive,
+                "Page.crash was sent but no crash was reported",
+            ))),
+        }
+    }
+
+    /// The underlying CDP page, for callers that need its events (console messages and
+    /// exceptions, e.g. to check that a page loads without errors).
+    pub fn cdp_page(&self) -> &Page {
+        &self.page
+    }
+
+    /// Navigates and waits for the load event, web fonts and the frames' documents.
+    pub async fn goto(&self, url: &str) -> Result<()> {
+        let nav = self
+            .guarded(
+                "navigating",
+                self.liveness.navigation(10_000),
+                self.page.goto(NavigateParams::new(url)),
+            )
+            .await;
+        if let Err(e) = nav {
+            // A dead browser or renderer keeps its own name; anything else is a failed
+            // navigation to the fixture server.
+            return Err(match InfraFailure::find(&e) {
+                Some(f) if f.kind != InfraKind::Unresponsive => e,
+                _ => anyhow!(InfraFailure::new(
+                    InfraKind::NavigationFailed,
+                    format!("navigating to {url}: {e:#}")
+                )),
+            });
+        }
+        self.wait_ready(Duration::from_secs(10))
+            .await
+            .map_err(|e| match InfraFailure::find(&e) {
+                Some(_) => e,
+                None => anyhow!(InfraFailure::new(
+                    InfraKind::NavigationFailed,
+                    format!("{url}: {e:#}")
+                )),
+            })
+    }
+
+    /// Evaluates `expression` in the top document (awaiting promises).
+    pub async fn eval(&self, expression: &str) -> Result<serde_json::Value> {
+        self.eval_in(None, expression).await
+    }
+
+    pub(super) async fn eval_in(
+        &self,
+        context: Option<ExecutionContextId>,
+        expression: &str,
+    ) -> Result<serde_json::Value> {
+        let mut params = EvaluateParams::new(expression);
+        params.await_promise = Some(true);
+        params.return_by_value = Some(true);
+        params.context_id = context;
+        let resp = self.cdp("evaluating in the page", params).await?;
+        if let Some(ex) = &resp.result.exception_details {
+            bail!("page script threw: {}", ex.text);
+        }
+        Ok(resp
+            .result
+            .result
+            .value
+            .clone()
+            .unwrap_or(serde_json::Value::Null))
+    }
+
+    /// Waits until the top document and every frame report `readyState == complete`, and
+    /// no navigation away from the top document is under way (a submitted form leaves the
+    /// old, complete document on screen until the new one commits; on a busy machine that
+    /// The page clock (`performance.now()` of the top document).
+    pub async fn page_now(&self) -> Result<f64> {
+        self.eval("performance.now()")
+            .await?
+            .as_f64()
+            .ok_or_else(|| anyhow!("performance.now() did not return a number"))
+    }
+
+    /// ([`Self::viewport`]): the layout fault's way of moving the page under the harness.
+    pub async fn emulate_viewport(&self, size: Size) -> Result<()> {
+        self.cdp(
+            "changing the viewport",
+            SetDeviceMetricsOverrideParams::new(
+                i64::from(size.width),
+                i64::from(size.height),
+                1.0,
+                false,
+            ),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// The tag name of the top document's element at a viewport point.
+    pub async fn element_tag_at(&self, p: Point) -> Result<Option<String>> {
+        let v = self
+            .eval(&format!(
+                "(() => {{ const e = document.elementFromPoint({}, {}); return e ? e.tagName : null; }})()",
+                p.x, p.y
+            ))
+            .await?;
+        Ok(v.as_str().map(str::to_string))
+    }
+
+    /// Waits until every ledger request the page (and its frames) sent has been answered.
+    pub async fn flush_ledger(&self) -> Result<()> {
+        let v = self
+            .guarded(
+                "waiting for the page's ledger requests",
+                Duration::from_secs(5),
+                self.eval("window.__faultline_flush ? window.__faultline_flush() : true"),
+            )
+            .await?;
+        if v != serde_json::Value::Bool(true) {
+            bail!("ledger flush returned {v}");
+        }
+        Ok(())
+    }
+}
