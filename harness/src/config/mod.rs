@@ -3,191 +3,44 @@
 //!
 //! Both forms are stored with the run: the config *as passed* (file text and flags) and
 //! *as resolved* (every default filled in), so a paper can cite exactly what ran.
+//!
+//! Where things live: `file.rs` holds the file types (the TOML as written), `locate.rs`
+//! finds the config text (embedded configs by name or a file path) and the lines errors
+//! point at, this file resolves a whole config into an [`ExperimentConfig`], and
+//! `timing.rs`, `plugins.rs`, `faults.rs` and `recovery.rs` resolve their sections.
+
+mod faults;
+mod file;
+mod locate;
+mod plugins;
+mod recovery;
+mod timing;
+
+use faults::resolve_faults;
+pub use file::*;
+use locate::{line_of_key, line_of_offset, table_at};
+pub use locate::{
+    load_text, ConfigText, CATALOGUE_CONFIG, DEFAULT_CONFIG, EMBEDDED, MINIWOB_CONFIG,
+};
+use plugins::{plugin_spec, resolve_plugins};
+use recovery::resolve_recovery;
+use timing::{resolve_liveness, resolve_settle};
 
 use crate::agent::cassette::CassetteMode;
 use crate::agent::openai::OpenAiConfig;
 use crate::engine::browser::Isolation;
 use crate::engine::episode::EpisodeLimits;
 use crate::engine::liveness::Liveness;
-use crate::engine::timing::{StableSettle, Timing};
+use crate::engine::timing::Timing;
 use crate::experiment::jobs::{Jobs, MAX_JOBS};
-use crate::plugin::{PluginSpec, DEFAULT_TIMEOUT_MS};
+use crate::plugin::PluginSpec;
 use anyhow::{bail, Result};
 use faultline_faults::Fault;
-use faultline_policies::Registry;
 use faultline_tasks::layout::{IMAGE, VIEWPORT};
 use faultline_tasks::seed::DEFAULT_ROOT_SEED;
 use faultline_tasks::{Size, TaskKind};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-
-/// The embedded default experiment.
-pub const DEFAULT_CONFIG: &str = include_str!("../configs/default.toml");
-
-/// Every fault of the catalogue on every task it applies to.
-pub const CATALOGUE_CONFIG: &str = include_str!("../configs/catalogue.toml");
-
-/// The MiniWoB++ suite: its pages and its own reward as the answer key.
-pub const MINIWOB_CONFIG: &str = include_str!("../configs/miniwob.toml");
-
-/// Names accepted by `--config` besides file paths.
-pub const EMBEDDED: &[(&str, &str)] = &[
-    ("default", DEFAULT_CONFIG),
-    ("catalogue", CATALOGUE_CONFIG),
-    ("miniwob", MINIWOB_CONFIG),
-];
-
-/// The file format. Every field is optional; unknown fields are errors.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ConfigFile {
-    /// The root seed every layout, trial and episode seed derives from (default 1).
-    pub seed: Option<u64>,
-    /// Layouts per task (1 to 10000; default 40).
-    pub layouts: Option<u32>,
-    /// Concurrent trials and episodes (at most 64; 0 or absent: 5 per core for detection,
-    /// 10 per core for recovery, see [`crate::experiment::jobs`]).
-    pub jobs: Option<usize>,
-    /// Task names (default: the four reference tasks).
-    pub tasks: Option<Vec<String>>,
-    /// Policy names, built-in or `[[policy]]` (default: the built-in policies).
-    pub policies: Option<Vec<String>>,
-    /// `"auto"` (committed decisions when they cover the run, else record with the
-    /// oracle) or a path to a decision JSONL file.
-    pub decisions: Option<String>,
-    /// Fault selectors (ids, globs, `layer:NAME`, `stage:NAME`, `reference`, `all`).
-    pub faults: Option<Vec<String>>,
-    /// The `[timing]` section: the round trip's waits.
-    pub timing: Option<TimingFile>,
-    /// The harness's own deadlines, retries and browser restarts (`[liveness]`).
-    pub liveness: Option<LivenessFile>,
-    /// The `[browser]` section: which Chromium to run.
-    pub browser: Option<BrowserFile>,
-    /// The `[recovery]` section: the recovery experiment.
-    pub recovery: Option<RecoveryFile>,
-    /// The OpenAI-compatible endpoint, for `recovery.agent = "openai"` and
-    /// `faultline record --agent openai`. The key is never here: it comes from
-    /// `FAULTLINE_API_KEY` or `OPENAI_API_KEY`.
-    pub openai: Option<OpenAiConfig>,
-    /// The `[cassette]` section: where model calls are recorded and replayed.
-    pub cassette: Option<CassetteFile>,
-    /// External verification policies (`[[policy]]`), usable wherever a built-in
-    /// policy's name is.
-    pub policy: Option<Vec<PluginFile>>,
-    /// The `exec` agent's process (`[exec]`).
-    pub exec: Option<ExecFile>,
-}
-
-/// One `[[policy]]` table: an external verifier run as a process.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct PluginFile {
-    /// The policy's name, as the config's `policies` lists use it.
-    pub name: String,
-    /// The program and its arguments (no shell); relative paths are relative to the
-    /// working directory.
-    pub command: Vec<String>,
-    /// Per-request timeout (default 10000 ms).
-    pub timeout_ms: Option<u64>,
-}
-
-/// The `[exec]` section: the `exec` agent's process.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExecFile {
-    /// The program and its arguments (no shell); relative paths are relative to the
-    /// working directory.
-    pub command: Vec<String>,
-    /// Per-request timeout (default 10000 ms).
-    pub timeout_ms: Option<u64>,
-}
-
-/// The `[cassette]` section: where model calls are recorded and replayed.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct CassetteFile {
-    /// Default: `cassette.jsonl` in the run directory. Relative paths are relative to
-    /// the working directory.
-    pub path: Option<PathBuf>,
-    /// `record`, `replay` (no network call, ever) or `auto`.
-    pub mode: Option<String>,
-}
-
-/// The `[recovery]` section.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RecoveryFile {
-    /// Whether the recovery experiment runs (default: true when the section is present).
-    pub enabled: Option<bool>,
-    /// The first N layouts of each task.
-    pub layouts: Option<u32>,
-    /// Policies the agent is told by (default: `unverified`, `generic`, `outcome`).
-    pub policies: Option<Vec<String>>,
-    /// Repetitions of every (task, fault, policy, layout).
-    pub runs: Option<u32>,
-    /// One agent by registry name (`faultline list agents`); or use `agents`.
-    pub agent: Option<String>,
-    /// Several agents, each running every episode (default: `trusting` and `observant`).
-    pub agents: Option<Vec<String>>,
-    /// Browser actions the agent may take after the recorded decision.
-    pub budget: Option<u32>,
-    /// Steps in all, the recorded decision included.
-    pub max_steps: Option<u32>,
-    /// Fault selectors for the episodes (default: `reference`).
-    pub faults: Option<Vec<String>>,
-    /// Wall-clock limit of one episode in milliseconds (stop reason `time_limit`).
-    pub time_limit_ms: Option<u64>,
-    /// The longest `wait(ms)` a reply may ask for; longer waits are cut to it.
-    pub max_wait_ms: Option<u64>,
-}
-
-/// The `[liveness]` section: when the harness gives up on a hung browser and how often
-/// it tries again. None of it changes what a working trial measures.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct LivenessFile {
-    /// Deadline of one CDP call the harness waits on, in milliseconds (default 10000).
-    pub call_timeout_ms: Option<u64>,
-    /// Deadline of the wait for a fresh page from the pool, in milliseconds (default 20000).
-    pub page_timeout_ms: Option<u64>,
-    /// How many times an item that failed for infrastructure reasons is tried again
-    /// (default 2).
-    pub retries: Option<u32>,
-    /// How many new browsers a run may start after its browser died (default 5).
-    pub browser_restarts: Option<u32>,
-}
-
-/// The `[timing]` section: the round trip's waits, in milliseconds (see [`Timing`]).
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct TimingFile {
-    /// Wait after a click, key, typing or scroll before observing (default 120).
-    pub settle_ms: Option<u64>,
-    /// Wait after a hover before observing (default 1400).
-    pub hover_settle_ms: Option<u64>,
-    /// How long to wait for a navigation an action started (500 to 60000; default 4000).
-    pub navigation_timeout_ms: Option<u64>,
-    /// `fixed` (the default: wait `settle_ms` / `hover_settle_ms`) or `stable` (wait
-    /// until the DOM has not changed for `stable_windows` windows of `stable_window_ms`,
-    /// at most `stable_cap_ms`).
-    pub settle: Option<String>,
-    /// `stable` mode: the length of one sampling window, in milliseconds.
-    pub stable_window_ms: Option<u64>,
-    /// `stable` mode: how many consecutive windows without a DOM change end the wait.
-    pub stable_windows: Option<u32>,
-    /// `stable` mode: the longest wait, in milliseconds, however busy the page stays.
-    pub stable_cap_ms: Option<u64>,
-}
-
-/// The `[browser]` section.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct BrowserFile {
-    /// The Chromium executable (default: `$FAULTLINE_CHROMIUM`, else found on the PATH).
-    pub executable: Option<PathBuf>,
-    /// How trials are kept apart: `fresh_context` or `reused_context` (see [`Isolation`]).
-    pub isolation: Option<String>,
-}
 
 /// Overrides from the command line.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -334,85 +187,6 @@ fn pairs(tasks: &[TaskKind], faults: &[Fault]) -> Vec<(TaskKind, Fault)> {
                 .map(move |f| (*t, *f))
         })
         .collect()
-}
-
-/// The config text as passed: its name and contents.
-pub struct ConfigText {
-    /// `embedded:<name>` for an embedded config, else the file's path.
-    pub name: String,
-    /// The TOML text.
-    pub text: String,
-}
-
-/// Loads `--config` (an embedded name or a file path); `None` means the default.
-pub fn load_text(arg: Option<&str>) -> Result<ConfigText> {
-    let arg = arg.unwrap_or("default");
-    if let Some((name, text)) = EMBEDDED.iter().find(|(n, _)| *n == arg) {
-        return Ok(ConfigText {
-            name: format!("embedded:{name}"),
-            text: text.to_string(),
-        });
-    }
-    let path = Path::new(arg);
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(ConfigText {
-            name: path.display().to_string(),
-            text,
-        }),
-        Err(e) => {
-            let names: Vec<&str> = EMBEDDED.iter().map(|(n, _)| *n).collect();
-            bail!(
-                "{}: cannot read config ({e}); --config takes a file path or one of: {}",
-                path.display(),
-                names.join(", ")
-            )
-        }
-    }
-}
-
-/// The `[table]` (or `[[table]]`) header in force at 1-based `line`, if any.
-fn table_at(text: &str, line: usize) -> Option<String> {
-    text.lines()
-        .take(line)
-        .filter_map(|l| {
-            let l = l.trim();
-            l.starts_with('[')
-                .then(|| l.trim_matches(|c| c == '[' || c == ']').trim().to_string())
-        })
-        .last()
-        .filter(|t| !t.is_empty())
-}
-
-/// 1-based line of a byte offset.
-fn line_of_offset(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
-}
-
-/// The line where `key = ...` is set, for validation errors. A dotted key
-/// (`recovery.runs`) is looked up inside its `[recovery]` table; a plain one among the
-/// top-level keys.
-fn line_of_key(text: &str, key: &str) -> Option<usize> {
-    let (table, name) = key.rsplit_once('.').unwrap_or(("", key));
-    let mut current = String::new();
-    for (i, line) in text.lines().enumerate() {
-        let l = line.trim_start();
-        if let Some(header) = l.strip_prefix('[') {
-            current = header
-                .split(']')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_string();
-            continue;
-        }
-        if current == table
-            && l.strip_prefix(name)
-                .is_some_and(|rest| rest.trim_start().starts_with('='))
-        {
-            return Some(i + 1);
-        }
-    }
-    None
 }
 
 /// Parses and validates a config, applying overrides.
@@ -623,276 +397,6 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         cassette,
         external_policies,
         exec,
-    })
-}
-
-/// The settle mode of `[timing]`: `None` for `fixed`, the stable mode's parameters for
-/// `stable`.
-fn resolve_settle(
-    file: Option<&TimingFile>,
-    at: &dyn Fn(&str) -> String,
-) -> Result<Option<StableSettle>> {
-    let f = file.cloned().unwrap_or_default();
-    let stable = match f.settle.as_deref() {
-        None | Some("fixed") => false,
-        Some("stable") => true,
-        Some(other) => bail!(
-            "{}: unknown settle mode `{other}` (expected fixed or stable)",
-            at("timing.settle")
-        ),
-    };
-    if !stable {
-        if f.stable_window_ms.is_some() || f.stable_windows.is_some() || f.stable_cap_ms.is_some() {
-            bail!(
-                "{}: stable_* settings need settle = \"stable\"",
-                at("timing.settle")
-            );
-        }
-        return Ok(None);
-    }
-    let d = StableSettle::default();
-    let st = StableSettle {
-        window_ms: f.stable_window_ms.unwrap_or(d.window_ms),
-        windows: f.stable_windows.unwrap_or(d.windows),
-        cap_ms: f.stable_cap_ms.unwrap_or(d.cap_ms),
-    };
-    if !(10..=5_000).contains(&st.window_ms) || !(1..=100).contains(&st.windows) {
-        bail!(
-            "{}: expected a window of 10-5000 ms and 1-100 windows",
-            at("timing.stable_window_ms")
-        );
-    }
-    if !(100..=60_000).contains(&st.cap_ms) {
-        bail!(
-            "{}: expected a cap between 100 and 60000 ms, found {}",
-            at("timing.stable_cap_ms"),
-            st.cap_ms
-        );
-    }
-    Ok(Some(st))
-}
-
-/// The `[liveness]` section, defaults filled in and checked.
-fn resolve_liveness(file: Option<&LivenessFile>, at: &dyn Fn(&str) -> String) -> Result<Liveness> {
-    let d = Liveness::default();
-    let f = file.cloned().unwrap_or_default();
-    let l = Liveness {
-        call_timeout_ms: f.call_timeout_ms.unwrap_or(d.call_timeout_ms),
-        page_timeout_ms: f.page_timeout_ms.unwrap_or(d.page_timeout_ms),
-        retries: f.retries.unwrap_or(d.retries),
-        browser_restarts: f.browser_restarts.unwrap_or(d.browser_restarts),
-    };
-    if !(500..=600_000).contains(&l.call_timeout_ms) {
-        bail!(
-            "{}: expected a call timeout between 500 and 600000 ms, found {}",
-            at("liveness.call_timeout_ms"),
-            l.call_timeout_ms
-        );
-    }
-    if !(1_000..=600_000).contains(&l.page_timeout_ms) {
-        bail!(
-            "{}: expected a page timeout between 1000 and 600000 ms, found {}",
-            at("liveness.page_timeout_ms"),
-            l.page_timeout_ms
-        );
-    }
-    if l.retries > 10 {
-        bail!(
-            "{}: expected at most 10 retries, found {}",
-            at("liveness.retries"),
-            l.retries
-        );
-    }
-    if l.browser_restarts > 100 {
-        bail!(
-            "{}: expected at most 100 browser restarts, found {}",
-            at("liveness.browser_restarts"),
-            l.browser_restarts
-        );
-    }
-    Ok(l)
-}
-
-/// A validated plugin process.
-fn plugin_spec(
-    name: &str,
-    command: &[String],
-    timeout_ms: Option<u64>,
-    at: &str,
-) -> Result<PluginSpec> {
-    if command.is_empty() || command[0].is_empty() {
-        bail!("{at}: expected a command, e.g. command = [\"python3\", \"verify.py\"]");
-    }
-    let timeout_ms = timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
-    if !(1..=600_000).contains(&timeout_ms) {
-        bail!("{at}: expected a timeout between 1 and 600000 ms, found {timeout_ms}");
-    }
-    Ok(PluginSpec {
-        name: name.to_string(),
-        command: command.to_vec(),
-        timeout_ms,
-    })
-}
-
-/// The `[[policy]]` tables: unique names that do not shadow a built-in policy.
-fn resolve_plugins(
-    list: Option<&[PluginFile]>,
-    at: &dyn Fn(&str) -> String,
-) -> Result<Vec<PluginSpec>> {
-    let mut out: Vec<PluginSpec> = Vec::new();
-    for p in list.unwrap_or_default() {
-        let here = format!("{} `{}`", at("policy"), p.name);
-        let valid = !p.name.is_empty()
-            && p.name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-        if !valid {
-            bail!("{here}: a policy name is letters, digits, `_`, `-` or `.`");
-        }
-        if Registry::default().contains(&p.name) {
-            bail!("{here}: the name of a built-in policy");
-        }
-        if out.iter().any(|o| o.name == p.name) {
-            bail!("{here}: defined twice");
-        }
-        out.push(plugin_spec(&p.name, &p.command, p.timeout_ms, &here)?);
-    }
-    Ok(out)
-}
-
-/// Resolves fault selectors (default: the four reference stage faults) and checks that
-/// every selected fault applies to at least one configured task.
-fn resolve_faults(
-    selectors: Option<&[String]>,
-    tasks: &[TaskKind],
-    at: &str,
-) -> Result<Vec<Fault>> {
-    let selectors: Vec<String> = match selectors {
-        None => vec!["reference".into()],
-        Some([]) => bail!("{at}: expected at least one fault selector"),
-        Some(list) => list.to_vec(),
-    };
-    let faults = faultline_faults::select(&selectors).map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
-    let usable: Vec<Fault> = faults
-        .iter()
-        .copied()
-        .filter(|f| tasks.iter().any(|t| f.applies_to(*t)))
-        .collect();
-    if usable.is_empty() {
-        let names: Vec<&str> = tasks.iter().map(|t| t.name()).collect();
-        bail!(
-            "{at}: none of the selected faults applies to the configured tasks ({}); `faultline list faults` shows which tasks each fault needs",
-            names.join(", ")
-        );
-    }
-    Ok(usable)
-}
-
-fn resolve_recovery(
-    file: Option<&RecoveryFile>,
-    layouts: u32,
-    tasks: &[TaskKind],
-    registry: &Registry,
-    at: &dyn Fn(&str) -> String,
-) -> Result<RecoveryConfig> {
-    let empty = RecoveryFile::default();
-    let r = file.unwrap_or(&empty);
-    let enabled = r.enabled.unwrap_or(file.is_some());
-    let policies = match &r.policies {
-        None => vec!["unverified".into(), "generic".into(), "outcome".into()],
-        Some(list) if list.is_empty() => bail!("{}: expected at least one policy", at("policies")),
-        Some(list) => {
-            for p in list {
-                registry
-                    .build(p)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", at("policies")))?;
-            }
-            list.clone()
-        }
-    };
-    let runs = r.runs.unwrap_or(3);
-    if runs == 0 || runs > 100 {
-        bail!(
-            "{}: expected between 1 and 100 runs, found {runs}",
-            at("runs")
-        );
-    }
-    let registry = crate::agent::Registry::default();
-    let (key, named) = match (&r.agent, &r.agents) {
-        (Some(_), Some(_)) => bail!(
-            "{}: expected either `agent` or `agents`, not both",
-            at("agents")
-        ),
-        (Some(a), None) => ("agent", vec![a.clone()]),
-        (None, Some(list)) if list.is_empty() => {
-            bail!("{}: expected at least one agent", at("agents"))
-        }
-        (None, Some(list)) => ("agents", list.clone()),
-        (None, None) => ("agents", vec!["trusting".into(), "observant".into()]),
-    };
-    let mut agents: Vec<String> = Vec::new();
-    for name in &named {
-        let Some(canonical) = registry.canonical(name) else {
-            bail!(
-                "{}: unknown agent `{name}` (available: {})",
-                at(key),
-                registry.names().join(", ")
-            );
-        };
-        if agents.iter().any(|a| a == canonical) {
-            bail!("{}: agent `{name}` is listed twice", at(key));
-        }
-        agents.push(canonical.to_string());
-    }
-    let defaults = EpisodeLimits::default();
-    let limits = EpisodeLimits {
-        budget: r.budget.unwrap_or(defaults.budget),
-        max_steps: r.max_steps.unwrap_or(defaults.max_steps),
-        time_limit_ms: r.time_limit_ms.unwrap_or(defaults.time_limit_ms),
-        max_wait_ms: r.max_wait_ms.unwrap_or(defaults.max_wait_ms),
-    };
-    if !(1_000..=3_600_000).contains(&limits.time_limit_ms) {
-        bail!(
-            "{}: expected an episode time limit between 1000 and 3600000 ms, found {}",
-            at("time_limit_ms"),
-            limits.time_limit_ms
-        );
-    }
-    if limits.max_wait_ms > 60_000 {
-        bail!(
-            "{}: expected a wait cap of at most 60000 ms, found {}",
-            at("max_wait_ms"),
-            limits.max_wait_ms
-        );
-    }
-    if limits.budget > 100 {
-        bail!(
-            "{}: expected a budget of at most 100 browser actions, found {}",
-            at("budget"),
-            limits.budget
-        );
-    }
-    if limits.max_steps < 2 || limits.max_steps > 200 {
-        bail!(
-            "{}: expected between 2 and 200 steps (the recorded decision and at least one reply), found {}",
-            at("max_steps"),
-            limits.max_steps
-        );
-    }
-    let wanted = r.layouts.unwrap_or(20);
-    if wanted == 0 {
-        bail!("{}: expected at least 1 layout", at("layouts"));
-    }
-    let faults = resolve_faults(r.faults.as_deref(), tasks, &at("faults"))?;
-    Ok(RecoveryConfig {
-        enabled,
-        // The recovery layouts are the first of the detection's: no more than it has.
-        layouts: wanted.min(layouts),
-        policies,
-        runs,
-        agents,
-        limits,
-        faults,
     })
 }
 

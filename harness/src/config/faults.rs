@@ -1,0 +1,33 @@
+//! Resolver of the fault selectors.
+
+use anyhow::{bail, Result};
+use faultline_faults::Fault;
+use faultline_tasks::TaskKind;
+
+/// Resolves fault selectors (default: the four reference stage faults) and checks that
+/// every selected fault applies to at least one configured task.
+pub(super) fn resolve_faults(
+    selectors: Option<&[String]>,
+    tasks: &[TaskKind],
+    at: &str,
+) -> Result<Vec<Fault>> {
+    let selectors: Vec<String> = match selectors {
+        None => vec!["reference".into()],
+        Some([]) => bail!("{at}: expected at least one fault selector"),
+        Some(list) => list.to_vec(),
+    };
+    let faults = faultline_faults::select(&selectors).map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
+    let usable: Vec<Fault> = faults
+        .iter()
+        .copied()
+        .filter(|f| tasks.iter().any(|t| f.applies_to(*t)))
+        .collect();
+    if usable.is_empty() {
+        let names: Vec<&str> = tasks.iter().map(|t| t.name()).collect();
+        bail!(
+            "{at}: none of the selected faults applies to the configured tasks ({}); `faultline list faults` shows which tasks each fault needs",
+            names.join(", ")
+        );
+    }
+    Ok(usable)
+}
