@@ -40,12 +40,6 @@ impl RoundTrip {
             _ if settle > 0 => tokio::time::sleep(Duration::from_millis(settle)).await,
             _ => {}
         }
-        if settle > 0 {
-            // The settle is time the page gets, not time the harness sleeps: a renderer
-            // stopped by the machine during it has timers (a tooltip's) overdue that
-            // would otherwise race the capture.
-            self.page.run_overdue_timers().await?;
-        }
         // Only clicks and keys can start a navigation worth waiting for.
         let may_navigate = actions.iter().any(|a| {
             matches!(
@@ -57,24 +51,31 @@ impl RoundTrip {
                     | Action::Type { .. }
             )
         });
-        if !may_navigate {
-            return Ok(None);
+        let mut load_error = None;
+        if may_navigate {
+            let limit = Duration::from_millis(self.timing.navigation_timeout_ms);
+            let site_owes = self
+                .site_busy
+                .as_deref()
+                .map(|busy| busy as &(dyn Fn() -> bool + Sync));
+            if !self.page.wait_loaded(limit, site_owes).await? {
+                // Give up on the load, as a harness with a navigation timeout does, and
+                // observe what the browser shows.
+                self.page.stop_loading().await?;
+                load_error = Some(format!(
+                    "Error: the page did not finish loading within {:.1} s.",
+                    limit.as_secs_f64()
+                ));
+            }
         }
-        let limit = Duration::from_millis(self.timing.navigation_timeout_ms);
-        let site_owes = self
-            .site_busy
-            .as_deref()
-            .map(|busy| busy as &(dyn Fn() -> bool + Sync));
-        if !self.page.wait_loaded(limit, site_owes).await? {
-            // Give up on the load, as a harness with a navigation timeout does, and
-            // observe what the browser shows.
-            self.page.stop_loading().await?;
-            return Ok(Some(format!(
-                "Error: the page did not finish loading within {:.1} s.",
-                limit.as_secs_f64()
-            )));
+        if settle > 0 {
+            // The settle is time the page gets, not time the harness sleeps: a renderer
+            // stopped by the machine during it has timers (a tooltip's) overdue that
+            // would otherwise race the capture. Only once no navigation is pending:
+            // a page waiting on a navigation runs no timers.
+            self.page.run_overdue_timers().await?;
         }
-        Ok(None)
+        Ok(load_error)
     }
 
     /// The settle wait an honest observe stage makes after `actions` (the fixed mode's
