@@ -24,6 +24,7 @@ pub mod children;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod environment;
 pub mod error;
 pub mod experiment;
 pub mod jsonl;

@@ -39,6 +39,13 @@ crate::named_enum! {
         /// Any other failure of the harness's machinery.
         #[serde(rename = "harness_error")]
         Harness = "harness_error",
+        /// An external harness held an item past its lease without reporting it.
+        LeaseExpired = "lease_expired",
+        /// An external harness's worker process exited while it held an item.
+        WorkerExited = "worker_exited",
+        /// An external harness reported an item with a report that could not be stored
+        /// (malformed, out of bounds, or for an item already reported).
+        BadReport = "bad_report",
     }
 }
 
@@ -59,6 +66,9 @@ mod tests {
                 "agent_endpoint",
                 "agent_process",
                 "harness_error",
+                "lease_expired",
+                "worker_exited",
+                "bad_report",
             ]
         );
         for k in InfraKind::ALL {

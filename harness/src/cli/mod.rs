@@ -61,6 +61,10 @@ pub enum Command {
     /// Writes results.sqlite, detection.csv, false_alarms.csv, report.md and the
     /// screenshots of every trial into the output directory.
     Run(RunArgs),
+    /// Serve a run under `[harness]` to an external harness started by hand: prints the
+    /// environment API's URL and token, stores each item as the harness reports it, and
+    /// writes the report when every item is stored.
+    Env(EnvArgs),
     /// Serve the fixture sites on loopback for inspection and print their URLs.
     Serve(ServeArgs),
     /// Record decisions with an agent (the deterministic oracle) into JSONL files.
@@ -224,6 +228,17 @@ pub struct RunArgs {
     pub max_episodes: Option<usize>,
 }
 
+/// `faultline env`: the run (as for `faultline run`) and where the API listens.
+#[derive(Debug, Args)]
+pub struct EnvArgs {
+    /// The run: its config must have a `[harness]` section.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Address the environment API binds; loopback by default (another address warns).
+    #[arg(long, default_value = "127.0.0.1:0", value_name = "ADDR")]
+    pub bind: std::net::SocketAddr,
+}
+
 /// `faultline serve`: where to listen and which layouts to list.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -325,7 +340,7 @@ impl Command {
     /// when the command handles the signal itself (`serve` stops cleanly on it).
     pub fn interrupted_hint(&self) -> Option<&'static str> {
         match self {
-            Command::Run(_) => Some(
+            Command::Run(_) | Command::Env(_) => Some(
                 "finished trials and episodes are stored; continue with `faultline run --resume --out DIR`",
             ),
             Command::Record(_) => Some("decisions recorded so far are kept"),
@@ -339,6 +354,7 @@ impl Command {
 pub async fn dispatch(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Run(args) => run::run(args).await,
+        Command::Env(args) => run::run_env(args).await,
         Command::Serve(args) => serve::serve(args).await,
         Command::Record(args) => record::record(args).await,
         Command::Import(args) => import::import(args),

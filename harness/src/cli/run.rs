@@ -9,6 +9,23 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 pub(super) async fn run(args: RunArgs) -> Result<()> {
+    run_as(args, crate::environment::EnvOptions::default()).await
+}
+
+/// `faultline env`: the run's items served to a harness started by hand.
+pub(super) async fn run_env(args: super::EnvArgs) -> Result<()> {
+    run_as(
+        args.run,
+        crate::environment::EnvOptions {
+            bind: args.bind,
+            start_workers: false,
+            announce: true,
+        },
+    )
+    .await
+}
+
+async fn run_as(args: RunArgs, options: crate::environment::EnvOptions) -> Result<()> {
     let text = config::load_text(args.config.as_deref()).map_err(usage)?;
     let overrides = Overrides {
         seed: args.seed,
@@ -18,6 +35,12 @@ pub(super) async fn run(args: RunArgs) -> Result<()> {
         isolation: args.isolation.clone(),
     };
     let config = config::resolve(&text, &overrides).map_err(usage)?;
+    if !options.start_workers && config.harness.is_none() {
+        return Err(usage(anyhow!(
+            "{}: `faultline env` serves a run under [harness]; add a [harness] section (see the README, \"Test your own harness\")",
+            config.source
+        )));
+    }
     let shard = match args.shard.as_deref() {
         None => None,
         Some("auto") => Some(
@@ -47,19 +70,22 @@ pub(super) async fn run(args: RunArgs) -> Result<()> {
     if let Some(s) = shard {
         eprintln!("shard {s}: writing {}", out.display());
     }
-    let summary = experiment::run(RunRequest {
-        out,
-        // A shard run again (a replaced pod, a requeued array task) resumes its own
-        // directory: the items it already stored are never run twice.
-        resume: args.resume || shard.is_some(),
-        shard,
-        config,
-        config_text: text,
-        overrides,
-        max_trials: args.max_trials,
-        max_episodes: args.max_episodes,
-        progress: true,
-    })
+    let summary = experiment::run_as(
+        RunRequest {
+            out,
+            // A shard run again (a replaced pod, a requeued array task) resumes its own
+            // directory: the items it already stored are never run twice.
+            resume: args.resume || shard.is_some(),
+            shard,
+            config,
+            config_text: text,
+            overrides,
+            max_trials: args.max_trials,
+            max_episodes: args.max_episodes,
+            progress: true,
+        },
+        options,
+    )
     .await?;
     let secs = summary.detection_wall.as_secs_f64();
     let mut stdout = std::io::stdout().lock();

@@ -44,6 +44,27 @@ pub struct ConfigFile {
     pub policy: Option<Vec<PluginFile>>,
     /// The `exec` agent's process (`[exec]`).
     pub exec: Option<ExecFile>,
+    /// An external harness under test (`[harness]`): the run's items are served to it
+    /// through the environment API instead of run by faultline's own round trip.
+    pub harness: Option<HarnessFile>,
+}
+
+/// The `[harness]` section: an external harness that claims the run's items over the
+/// environment API, drives its own browser and reports its verifier's verdicts.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HarnessFile {
+    /// The harness's name: its verdicts are stored as this policy's (default `harness`).
+    pub name: Option<String>,
+    /// The worker program and its arguments (no shell), started by `faultline run` with
+    /// the API's URL and token in its environment. Absent: `faultline env` serves the
+    /// items and the harness is started by hand.
+    pub command: Option<Vec<String>>,
+    /// How many worker processes `faultline run` starts (default 1, at most 64).
+    pub workers: Option<usize>,
+    /// How long a worker may hold an item before it is taken back, in milliseconds
+    /// (default 60000).
+    pub lease_ms: Option<u64>,
 }
 
 /// One `[[policy]]` table: an external verifier run as a process.

@@ -11,6 +11,7 @@
 
 mod faults;
 mod file;
+mod harness;
 mod locate;
 mod plugins;
 mod recovery;
@@ -18,6 +19,8 @@ mod timing;
 
 use faults::resolve_faults;
 pub use file::*;
+use harness::resolve_harness;
+pub use harness::{reaches_external, HarnessConfig, DEFAULT_LEASE_MS, MAX_WORKERS};
 use locate::{line_of_key, line_of_offset, table_at};
 pub use locate::{
     load_text, ConfigText, CATALOGUE_CONFIG, DEFAULT_CONFIG, EMBEDDED, MINIWOB_CONFIG,
@@ -117,6 +120,10 @@ pub struct ExperimentConfig {
     /// The `exec` agent's process, when configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exec: Option<PluginSpec>,
+    /// The external harness under test (`[harness]`; absent from the stored config when
+    /// there is none, so built-in runs keep their identity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<HarnessConfig>,
 }
 
 /// Where the cassette is and how it answers.
@@ -275,7 +282,20 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
             list.clone()
         }
     };
-    let faults = resolve_faults(
+    let harness = match &file.harness {
+        Some(h) => Some(resolve_harness(h, &at)?),
+        None => None,
+    };
+    // An external harness judges with its own verifier: its name is the run's one policy.
+    let policies = match (&harness, &file.policies) {
+        (None, _) => policies,
+        (Some(h), None) => vec![h.name.clone()],
+        (Some(_), Some(_)) => bail!(
+            "{}: a run under [harness] is judged by the harness's own verifier; remove `policies`",
+            at("policies")
+        ),
+    };
+    let mut faults = resolve_faults(
         overrides.faults.as_deref().or(file.faults.as_deref()),
         &tasks,
         &if overrides.faults.is_some() {
@@ -284,6 +304,26 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
             at("faults")
         },
     )?;
+    if harness.is_some() {
+        let unreachable: Vec<&str> = faults
+            .iter()
+            .filter(|f| !reaches_external(**f))
+            .map(|f| f.id())
+            .collect();
+        if !unreachable.is_empty() {
+            tracing::info!(
+                "not offered to an external harness (they need faultline's own round trip or browser): {}",
+                unreachable.join(", ")
+            );
+        }
+        faults.retain(|f| reaches_external(*f));
+        if faults.is_empty() {
+            bail!(
+                "{}: none of these faults can reach an external harness (they need faultline's own round trip or browser); choose network, page or self-report faults, or `reference`",
+                at("faults")
+            );
+        }
+    }
     let decisions = match file.decisions.as_deref() {
         None | Some("auto") => DecisionSource::Auto,
         Some(p) => DecisionSource::File(PathBuf::from(p)),
@@ -353,6 +393,12 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         Some(e) => Some(plugin_spec("exec", &e.command, e.timeout_ms, &at("exec"))?),
         None => None,
     };
+    if harness.is_some() && recovery.enabled {
+        bail!(
+            "{}: recovery episodes are not served to an external harness yet; set `enabled = false` or drop [recovery]",
+            at("recovery")
+        );
+    }
     if recovery.agents.iter().any(|a| a == "exec") && exec.is_none() {
         bail!(
             "{}: the `exec` agent needs an [exec] section with a command",
@@ -397,6 +443,7 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         cassette,
         external_policies,
         exec,
+        harness,
     })
 }
 

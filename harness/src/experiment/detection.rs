@@ -36,6 +36,26 @@ impl TrialSpec {
     pub fn task(&self) -> faultline_tasks::TaskKind {
         self.decision.task
     }
+
+    /// The key as the owned string it is stored as.
+    pub fn key_string(&self) -> &String {
+        &self.key
+    }
+
+    /// The recorded decision the trial replays.
+    pub fn decision(&self) -> &Decision {
+        &self.decision
+    }
+
+    /// The trial's fault; `None` for the working trial.
+    pub fn fault(&self) -> Option<Fault> {
+        self.fault
+    }
+
+    /// The trial's own seed (the fault's parameters are drawn from it).
+    pub fn trial_seed(&self) -> u64 {
+        self.trial_seed
+    }
 }
 
 /// Every trial of the detection phase, in a fixed order: per task, per layout, each of the

@@ -162,6 +162,15 @@ impl Harness {
 
 /// Runs the experiment's phases and writes the report.
 pub async fn run(req: RunRequest) -> Result<RunSummary> {
+    run_as(req, crate::environment::EnvOptions::default()).await
+}
+
+/// [`run`], with the environment API's options for a run under `[harness]` (where it
+/// listens, whether faultline starts the harness's workers).
+pub async fn run_as(
+    req: RunRequest,
+    options: crate::environment::EnvOptions,
+) -> Result<RunSummary> {
     // Everything that can be rejected is checked before anything is written.
     let preloaded = decisions::preload(&req.config)?;
     let db_path = req.out.join("results.sqlite");
@@ -192,8 +201,11 @@ pub async fn run(req: RunRequest) -> Result<RunSummary> {
                 )))
             })?;
     }
-    // A missing browser is found out before the run directory holds anything.
-    find_chromium(req.config.chromium.as_deref())?;
+    // A missing browser is found out before the run directory holds anything (an
+    // external harness brings its own).
+    if req.config.harness.is_none() {
+        find_chromium(req.config.chromium.as_deref())?;
+    }
     std::fs::create_dir_all(&req.out).with_context(|| format!("creating {}", req.out.display()))?;
     let _lock = RunLock::acquire(&req.out)?;
     let identity = serde_json::to_string(&req.config.identity())?;
@@ -236,6 +248,9 @@ pub async fn run(req: RunRequest) -> Result<RunSummary> {
     if db.meta("config_identity")?.is_none() {
         db.set_meta("config_identity", &identity)?;
     }
+    if req.config.harness.is_some() {
+        return crate::environment::run(&req, &mut db, preloaded, &options).await;
+    }
     let harness = Harness::start(&req.config).await?;
     let result = run_with(&req, &harness, &mut db, preloaded, &agents).await;
     harness.shutdown().await;
@@ -260,7 +275,61 @@ async fn run_with(
     // Every item of the run, fixed by the config; a shard keeps its part.
     let mut specs = detection::specs(config, &decisions.0);
     let mut episodes = recovery::episodes(config, &decisions.0, agents);
-    let shard_items = match req.shard {
+    let shard_items = keep_shard(req, &mut specs, &mut episodes)?;
+    store_manifest(req, db, &decisions, chromium_version, shard_items)?;
+
+    let shots = req.out.join("shots");
+    std::fs::create_dir_all(&shots)?;
+    let detection = detection::run(req, &env, db, specs, &shots).await?;
+    let recovery = match agents.is_empty() {
+        false => Some(recovery::run(req, &env, db, episodes, &shots).await?),
+        true => None,
+    };
+
+    let analysis = faultline_analysis::report::default_config(db)?;
+    let files = faultline_analysis::report::write_all(db, &req.out, &req.out, &analysis)?;
+    let view = faultline_viewer::generate(&req.out, &req.out.join("view"))?;
+    // A phase where every item failed for infrastructure reasons (no browser, no
+    // working model endpoint) measured nothing: that is a failed run, report or not.
+    for (name, phase) in [
+        ("detection", Some(&detection)),
+        ("recovery", recovery.as_ref()),
+    ] {
+        if let Some(p) = phase.filter(|p| p.run > 0 && p.failed == p.run) {
+            bail!(
+                "the {name} phase measured nothing: all {} of its items failed for infrastructure reasons (listed in {}); fix the cause and run again with --resume",
+                p.run,
+                files.report_md.display()
+            );
+        }
+    }
+    Ok(RunSummary {
+        infra_failures: detection.infra_failures
+            + recovery.as_ref().map_or(0, |r| r.infra_failures),
+        failed_items: detection.failed + recovery.as_ref().map_or(0, |r| r.failed),
+        policy_errors: detection.policy_errors + recovery.as_ref().map_or(0, |r| r.policy_errors),
+        browser_restarts: env.browsers.restarts(),
+        out: req.out.clone(),
+        trials_total: detection.total,
+        trials_run: detection.run,
+        trials_skipped: detection.skipped,
+        detection_wall: detection.wall,
+        detection_jobs: detection.jobs,
+        recovery,
+        report: files.report_md,
+        view: view.index,
+    })
+}
+
+/// Keeps the items of the request's shard (all of them when unsharded); for a shard, the
+/// keys it owns (JSON) and the run's item count, to store with it.
+pub(crate) fn keep_shard(
+    req: &RunRequest,
+    specs: &mut Vec<detection::TrialSpec>,
+    episodes: &mut Vec<recovery::EpisodeTask>,
+) -> Result<Option<(String, usize)>> {
+    let config = &req.config;
+    Ok(match req.shard {
         None => None,
         Some(s) => {
             let budget = config.recovery.limits.budget;
@@ -284,8 +353,19 @@ async fn run_with(
                 .collect();
             Some((serde_json::to_string(&keys)?, items.len()))
         }
-    };
+    })
+}
 
+/// Stores the run's manifest (and, for a shard, which items it owns) the first time the
+/// run starts; a resumed run keeps the one it has.
+pub(crate) fn store_manifest(
+    req: &RunRequest,
+    db: &mut ResultsDb,
+    decisions: &(DecisionSet, String),
+    chromium_version: String,
+    shard_items: Option<(String, usize)>,
+) -> Result<()> {
+    let config = &req.config;
     if db.meta("manifest")?.is_none() {
         let recovery = &config.recovery;
         db.set_manifest(&Manifest {
@@ -333,48 +413,7 @@ async fn run_with(
             db.set_meta("external_policies", &serde_json::to_string(&names)?)?;
         }
     }
-
-    let shots = req.out.join("shots");
-    std::fs::create_dir_all(&shots)?;
-    let detection = detection::run(req, &env, db, specs, &shots).await?;
-    let recovery = match agents.is_empty() {
-        false => Some(recovery::run(req, &env, db, episodes, &shots).await?),
-        true => None,
-    };
-
-    let analysis = faultline_analysis::report::default_config(db)?;
-    let files = faultline_analysis::report::write_all(db, &req.out, &req.out, &analysis)?;
-    let view = faultline_viewer::generate(&req.out, &req.out.join("view"))?;
-    // A phase where every item failed for infrastructure reasons (no browser, no
-    // working model endpoint) measured nothing: that is a failed run, report or not.
-    for (name, phase) in [
-        ("detection", Some(&detection)),
-        ("recovery", recovery.as_ref()),
-    ] {
-        if let Some(p) = phase.filter(|p| p.run > 0 && p.failed == p.run) {
-            bail!(
-                "the {name} phase measured nothing: all {} of its items failed for infrastructure reasons (listed in {}); fix the cause and run again with --resume",
-                p.run,
-                files.report_md.display()
-            );
-        }
-    }
-    Ok(RunSummary {
-        infra_failures: detection.infra_failures
-            + recovery.as_ref().map_or(0, |r| r.infra_failures),
-        failed_items: detection.failed + recovery.as_ref().map_or(0, |r| r.failed),
-        policy_errors: detection.policy_errors + recovery.as_ref().map_or(0, |r| r.policy_errors),
-        browser_restarts: env.browsers.restarts(),
-        out: req.out.clone(),
-        trials_total: detection.total,
-        trials_run: detection.run,
-        trials_skipped: detection.skipped,
-        detection_wall: detection.wall,
-        detection_jobs: detection.jobs,
-        recovery,
-        report: files.report_md,
-        view: view.index,
-    })
+    Ok(())
 }
 
 /// The SHA-256 of the decisions the run replays (every task's layouts in order, one JSON

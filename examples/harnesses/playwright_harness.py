@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""A reference browser-agent harness for faultline's environment API.
+
+Playwright for Python drives its own headless Chromium. The harness has the four parts
+every browser-agent harness has, each small enough to read:
+
+- a parser: the reply's lines (`click(x, y)`, `type("text")`, ...) into actions, after
+  stripping chat special tokens such as <|im_end|>;
+- an executor: actions into mouse and keyboard input, image points scaled to the
+  viewport;
+- an observation: a screenshot and the page's visible text, after letting the page
+  settle (longer after a hover, for tooltips), with the page-clock interval of the
+  capture;
+- a verifier: did the action change the page (every frame, not only the main one), and
+  does the observation show the answer it gave?
+
+Each part has a flag that plants the defect faultline's conformance probes look for:
+
+  --no-strip-tokens  the parser keeps <|im_end|> in the typed text
+  --no-scale         the executor uses image points as viewport points
+  --trust-tool       the verifier believes the tool's message, which diffs only the
+                     main frame ("No change detected." after a click into an iframe)
+  --no-settle        the observation is captured right after the action
+
+Run by `faultline run` (its `[harness] command`), which passes FAULTLINE_ENV_URL,
+FAULTLINE_ENV_TOKEN, FAULTLINE_WORKER and FAULTLINE_CHROMIUM in the environment; or by
+hand against `faultline env`, with the two variables it prints.
+
+Needs: python3 and `pip install playwright` (no browser download: it runs the system's
+Chromium or chromium-headless-shell).
+"""
+
+import argparse
+import base64
+import json
+import os
+import re
+import shutil
+import sys
+import time
+import urllib.error
+import urllib.request
+
+SPECIAL_TOKENS = ["<|im_end|>", "<|eot_id|>", "<|end|>", "<|endoftext|>", "</s>"]
+SETTLE_MS = 120
+HOVER_SETTLE_MS = 1400
+LINE = re.compile(r"^\s*([a-z_]+)\s*\((.*)\)\s*$")
+PlaywrightError = Exception  # replaced by Playwright's own error class in main()
+
+
+class Api:
+    """The environment API: bearer token, JSON in and out."""
+
+    def __init__(self, url, token):
+        self.url = url.rstrip("/")
+        self.token = token
+
+    def call(self, method, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Authorization", "Bearer " + self.token)
+        req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=120) as r:
+                return r.status, json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
+    def raw(self, path, data):
+        """Posts raw bytes (for the misbehaviour tests)."""
+        req = urllib.request.Request(self.url + path, data=data, method="POST")
+        req.add_header("Authorization", "Bearer " + self.token)
+        try:
+            with urllib.request.urlopen(req, timeout=120) as r:
+                return r.status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+
+# ---- the parser -------------------------------------------------------------------
+
+
+def parse(reply, strip_tokens=True):
+    """The reply's actions, in order: [(verb, [args...]), ...]."""
+    if strip_tokens:
+        for t in SPECIAL_TOKENS:
+            reply = reply.replace(t, "")
+    actions = []
+    for line in reply.splitlines():
+        m = LINE.match(line)
+        if not m:
+            continue
+        verb, args = m.group(1), m.group(2).strip()
+        # faultline's grammar quotes strings as JSON does.
+        values = json.loads("[" + args + "]") if args else []
+        actions.append((verb, values))
+    if not actions:
+        raise ValueError("no action in the reply")
+    return actions
+
+
+# ---- the executor -----------------------------------------------------------------
+
+
+def execute(page, actions, scale):
+    """Runs the actions; returns what was executed (with the points sent) and the answer."""
+    sx, sy = scale
+    executed, answer = [], None
+    for verb, args in actions:
+        entry = {"verb": verb, "args": args}
+        if verb in ("click", "double_click", "right_click", "hover"):
+            x, y = args[0] * sx, args[1] * sy
+            entry["sent"] = [x, y]
+            if verb == "click":
+                page.mouse.click(x, y)
+            elif verb == "double_click":
+                page.mouse.dblclick(x, y)
+            elif verb == "right_click":
+                page.mouse.click(x, y, button="right")
+            else:
+                page.mouse.move(x, y)
+        elif verb == "type":
+            page.keyboard.type(args[0])
+        elif verb == "press":
+            page.keyboard.press(args[0])
+            # A key that submits a form navigates: the next page is the one observed.
+            try:
+                page.wait_for_load_state("load", timeout=5000)
+            except Exception:
+                pass
+        elif verb == "scroll":
+            page.mouse.wheel(args[0], args[1])
+        elif verb == "wait":
+            page.wait_for_timeout(min(args[0], 5000))
+        elif verb == "answer":
+            answer = str(args[0])
+        executed.append(entry)
+    return executed, answer
+
+
+# ---- the observation ----------------------------------------------------------------
+
+
+def frames_html(page):
+    return [f.evaluate("document.documentElement.outerHTML") for f in page.frames]
+
+
+def observe(page, settle_ms):
+    """A screenshot and the visible text, with the capture's page-clock interval."""
+    if settle_ms:
+        page.wait_for_timeout(settle_ms)
+    for _ in range(5):
+        try:
+            begin = page.evaluate("performance.now()")
+            png = page.screenshot()
+            texts = [
+                f.evaluate("document.body ? document.body.innerText : ''")
+                for f in page.frames
+            ]
+            html = frames_html(page)
+            end = page.evaluate("performance.now()")
+        except PlaywrightError:
+            # A navigation replaced the document mid-capture: look at the new one.
+            page.wait_for_load_state("load")
+            continue
+        if end < begin:
+            # The clock restarted: a new document arrived between the two readings.
+            continue
+        return {
+            "png": png,
+            "text": "\n".join(texts),
+            "html": html,
+            "capture": {"begin_ms": begin, "end_ms": end},
+        }
+    raise RuntimeError("the page kept navigating; no stable observation")
+
+
+# ---- the tool message and the verifier ---------------------------------------------
+
+
+def tool_message(before, after):
+    """What the tool tells the agent: a diff of the main frame only."""
+    if before["html"][:1] == after["html"][:1]:
+        return "No change detected."
+    return "The page changed."
+
+
+def verify(before, after, answer, tool_msg, trust_tool):
+    """(verdict, message)."""
+    if trust_tool:
+        if tool_msg.startswith("No change"):
+            return "no_change", "the tool reported no change"
+        return "success", "the tool reported a change"
+    if answer is not None:
+        if answer in after["text"]:
+            return "success", f"the observation shows {answer!r}"
+        return "fail", f"the observation does not show {answer!r}"
+    if before["html"] == after["html"]:
+        return "no_change", "no frame of the page changed"
+    return "success", "the page changed"
+
+
+# ---- one item -----------------------------------------------------------------------
+
+
+def run_item(browser, item, flags):
+    viewport = item["viewport"]
+    image = item["image"]
+    context = browser.new_context(
+        viewport={"width": viewport["width"], "height": viewport["height"]}
+    )
+    try:
+        page = context.new_page()
+        page.goto(item["start_url"], wait_until="load")
+        before = observe(page, 0)
+        report = {"captures": [before["capture"]]}
+        try:
+            actions = parse(item["reply"], strip_tokens=not flags.no_strip_tokens)
+        except (ValueError, json.JSONDecodeError) as e:
+            report.update(verdict="fail", message=f"parse error: {e}", tool_message=str(e))
+            return report
+        if flags.no_scale:
+            scale = (1.0, 1.0)
+        else:
+            scale = (
+                viewport["width"] / image["width"],
+                viewport["height"] / image["height"],
+            )
+        executed, answer = execute(page, actions, scale)
+        hovered = any(v == "hover" for v, _ in actions)
+        settle = 0 if flags.no_settle else (HOVER_SETTLE_MS if hovered else SETTLE_MS)
+        after = observe(page, settle)
+        msg = tool_message(before, after)
+        verdict, message = verify(before, after, answer, msg, flags.trust_tool)
+        report.update(
+            verdict=verdict,
+            message=message,
+            tool_message=msg,
+            executed=executed,
+            answer=answer,
+            observation_text=after["text"][:4000],
+        )
+        report["captures"].append(after["capture"])
+        if not flags.no_shots:
+            report["before_png"] = base64.b64encode(before["png"]).decode()
+            report["after_png"] = base64.b64encode(after["png"]).decode()
+        return report
+    finally:
+        context.close()
+
+
+def misbehave_now(flags):
+    """True once per marker file: the first item of the first worker to get here."""
+    if not flags.misbehave:
+        return False
+    try:
+        fd = os.open(flags.misbehave_marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        os.close(fd)
+        return True
+    except FileExistsError:
+        return False
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--no-strip-tokens", action="store_true")
+    ap.add_argument("--no-scale", action="store_true")
+    ap.add_argument("--trust-tool", action="store_true")
+    ap.add_argument("--no-settle", action="store_true")
+    ap.add_argument("--no-shots", action="store_true", help="report no screenshots")
+    # For faultline's own tests: how a broken worker behaves, once per marker file.
+    ap.add_argument(
+        "--misbehave", choices=["crash", "never-report", "garbage", "double"]
+    )
+    ap.add_argument("--misbehave-marker", default="misbehaved.marker")
+    flags = ap.parse_args()
+
+    api = Api(os.environ["FAULTLINE_ENV_URL"], os.environ["FAULTLINE_ENV_TOKEN"])
+    worker = os.environ.get("FAULTLINE_WORKER", "manual")
+
+    from playwright.sync_api import sync_playwright
+
+    global PlaywrightError
+    from playwright.sync_api import Error as PlaywrightError
+
+    executable = (
+        os.environ.get("FAULTLINE_CHROMIUM")
+        or shutil.which("chromium-headless-shell")
+        or shutil.which("chromium")
+    )
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=executable,
+            args=["--no-sandbox"] if os.geteuid() == 0 else [],
+        )
+        try:
+            while True:
+                status, body = api.call("POST", "/v1/claim", {"worker": worker})
+                if status != 200:
+                    print(f"claim refused ({status}): {body}", file=sys.stderr)
+                    return 1
+                item = body["item"]
+                if item is None:
+                    if body["done"]:
+                        return 0
+                    time.sleep(body["retry_after_ms"] / 1000)
+                    continue
+                path = f"/v1/leases/{item['lease']}/report"
+                bad = misbehave_now(flags) and flags.misbehave
+                if bad == "crash":
+                    os._exit(3)
+                if bad == "never-report":
+                    continue
+                if bad == "garbage":
+                    api.raw(path, b'{"verdict": "maybe"')
+                    continue
+                report = run_item(browser, item, flags)
+                status, told = api.call("POST", path, report)
+                if status != 200:
+                    print(f"report refused ({status}): {told}", file=sys.stderr)
+                if bad == "double":
+                    api.call("POST", path, report)
+        finally:
+            browser.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,315 @@
+//! The environment API: HTTP/JSON on loopback, versioned under `/v1/`, every route
+//! behind the run's own bearer token.
+//!
+//! - `GET /v1/run`: the run's harness name, viewport and item counts;
+//! - `POST /v1/claim` (body `{"worker": "w1"}`, optional): the next item, or
+//!   `{"item": null, "done": bool, "retry_after_ms": N}` when none waits;
+//! - `POST /v1/leases/{lease}/report` (a [`super::report::Report`]): stores the item and
+//!   answers with its fault, whether it fired and the ledger's truth — the first moment
+//!   the harness may learn them.
+//!
+//! Every error is a 4xx or 5xx with one line of JSON, `{"error": "..."}`. A report that
+//! cannot be stored for its item's sake (malformed, out of bounds) is also an
+//! infrastructure error of that item, which is offered again; a report for a lease this
+//! run never issued is refused (leases are random, per run: an item of one run cannot be
+//! reported into another).
+
+use super::board::{fail_lease, Lease};
+use super::offer::offer;
+use super::report::Report;
+use super::{Shared, ToStore, API_VERSION};
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use faultline_sites::Scope;
+use faultline_tasks::InfraKind;
+use serde::Deserialize;
+use serde_json::json;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::sync::oneshot;
+
+/// The largest request body: a report with two screenshots.
+pub const MAX_BODY_BYTES: usize = 12 << 20;
+/// What a worker is told to wait before claiming again when every item is leased.
+const RETRY_AFTER_MS: u64 = 200;
+
+/// A fresh bearer token (32 random bytes, hex).
+pub fn new_token() -> String {
+    hex::encode(rand::random::<[u8; 32]>())
+}
+
+/// The running API.
+pub struct Api {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Api {
+    /// Listens on `bind` and serves `shared`'s items.
+    pub(crate) async fn start(shared: Arc<Shared>, bind: SocketAddr) -> std::io::Result<Api> {
+        let listener = tokio::net::TcpListener::bind(bind).await?;
+        let addr = listener.local_addr()?;
+        let app = Router::new()
+            .route("/v1/run", get(run_info))
+            .route("/v1/claim", post(claim))
+            .route("/v1/leases/{lease}/report", post(report))
+            .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route (see GET /v1/run)") })
+            .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+            .with_state(shared);
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+        Ok(Api {
+            addr,
+            stop: Some(stop),
+            task,
+        })
+    }
+
+    /// `http://host:port`, with no trailing slash.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops serving (requests in progress finish).
+    pub async fn stop(mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), &mut self.task).await;
+        self.task.abort();
+    }
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(json!({ "error": message.into() }))).into_response()
+}
+
+/// `None` when the request carries the run's token; the refusal otherwise.
+fn refused(shared: &Shared, headers: &HeaderMap) -> Option<Response> {
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match given {
+        Some(t) if constant_time_eq(t.as_bytes(), shared.token.as_bytes()) => None,
+        Some(_) => Some(error(StatusCode::UNAUTHORIZED, "wrong bearer token")),
+        None => Some(error(
+            StatusCode::UNAUTHORIZED,
+            "expected `Authorization: Bearer <FAULTLINE_ENV_TOKEN>`",
+        )),
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn run_info(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    if let Some(r) = refused(&shared, &headers) {
+        return r;
+    }
+    let (pending, leased, stored, given_up) = shared.board.lock().expect("not poisoned").counts();
+    Json(json!({
+        "api_version": API_VERSION,
+        "harness": shared.harness,
+        "viewport": shared.viewport,
+        "items": { "pending": pending, "leased": leased, "stored": stored, "given_up": given_up },
+    }))
+    .into_response()
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ClaimBody {
+    /// The worker's own name (faultline gives each worker it starts one in
+    /// `FAULTLINE_WORKER`): its leases are taken back when it exits.
+    #[serde(default)]
+    worker: Option<String>,
+}
+
+async fn claim(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(r) = refused(&shared, &headers) {
+        return r;
+    }
+    let body: ClaimBody = match body.is_empty() {
+        true => ClaimBody::default(),
+        false => match serde_json::from_slice(&body) {
+            Ok(b) => b,
+            Err(e) => return error(StatusCode::BAD_REQUEST, format!("claim body: {e}")),
+        },
+    };
+    if body.worker.as_ref().is_some_and(|w| w.len() > 128) {
+        return error(StatusCode::BAD_REQUEST, "worker: at most 128 bytes");
+    }
+    let next = {
+        let mut board = shared.board.lock().expect("not poisoned");
+        board
+            .next_pending()
+            .map(|i| (i, board.item(i).clone(), board.settled()))
+    };
+    let Some((index, spec, _)) = next else {
+        let settled = shared.board.lock().expect("not poisoned").settled();
+        return Json(json!({
+            "item": null,
+            "done": settled,
+            "retry_after_ms": RETRY_AFTER_MS,
+        }))
+        .into_response();
+    };
+    let d = spec.decision();
+    let layout = d.layout();
+    let offered = offer(&spec, shared.viewport);
+    // A fresh scope per attempt: opened and armed before the harness can load the page.
+    let scope = Scope::random();
+    shared.scorer.open(&scope);
+    if let Some(injection) = offered.plan.as_ref().and_then(|p| p.site(&layout)) {
+        shared.server.arm(&scope, injection);
+    }
+    let start_url = shared.server.page_url(&scope, &layout);
+    let lease_id = hex::encode(rand::random::<[u8; 16]>());
+    let item = json!({
+        "lease": lease_id,
+        "item": opaque_item_id(&shared.token, spec.key()),
+        "kind": "trial",
+        "task": d.task,
+        "layout_index": d.layout_index,
+        "instruction": d.instruction,
+        "start_url": start_url,
+        "viewport": shared.viewport,
+        "image": offered.image,
+        "reply": offered.reply,
+        "format": offered.format,
+        "space": offered.space,
+    });
+    let deadline_ms = {
+        let mut board = shared.board.lock().expect("not poisoned");
+        let deadline = board.lease(lease_id.clone(), index, scope, offered, body.worker);
+        deadline
+            .saturating_duration_since(std::time::Instant::now())
+            .as_millis() as u64
+    };
+    let mut item = item;
+    item["lease_ms"] = json!(deadline_ms);
+    Json(json!({ "item": item })).into_response()
+}
+
+/// An item's id as the harness sees it: stable within the run, naming no fault.
+fn opaque_item_id(token: &str, key: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{token}\n{key}").as_bytes());
+    hex::encode(&digest[..8])
+}
+
+async fn report(
+    State(shared): State<Arc<Shared>>,
+    Path(lease_id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Some(r) = refused(&shared, &headers) {
+        return r;
+    }
+    let taken = shared.board.lock().expect("not poisoned").take(&lease_id);
+    let Some(lease) = taken else {
+        return not_leased(&shared, &lease_id);
+    };
+    let parsed = serde_json::from_slice::<Report>(&body)
+        .map_err(|e| format!("report: {e}"))
+        .and_then(|r| r.check().map_err(|e| format!("report: {e}")));
+    let checked = match parsed {
+        Ok(c) => c,
+        Err(reason) => return bad_report(&shared, lease_id, lease, &reason),
+    };
+    let item = lease.item;
+    let scored = match super::report::score(&shared, &lease, checked).await {
+        Ok(s) => s,
+        Err(e) => {
+            let row = fail_lease(
+                &shared,
+                &lease_id,
+                lease,
+                InfraKind::Harness,
+                &format!("{e:#}"),
+            );
+            let _ = shared.store.send(ToStore::Infra(vec![row]));
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("the item could not be scored ({e:#}); it is offered again"),
+            );
+        }
+    };
+    let (done, stored) = oneshot::channel();
+    let sent = shared.store.send(ToStore::Trial {
+        row: Box::new(scored.row),
+        verdict: scored.verdict,
+        shots: scored.shots,
+        done,
+    });
+    match (sent, stored.await) {
+        (Ok(()), Ok(Ok(()))) => {
+            shared
+                .board
+                .lock()
+                .expect("not poisoned")
+                .stored(lease_id, item);
+            Json(scored.told).into_response()
+        }
+        (_, Ok(Err(e))) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the item could not be stored: {e:#}"),
+        ),
+        _ => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the run is ending; the item was not stored",
+        ),
+    }
+}
+
+/// A report for a lease that is not out: already reported (an infrastructure error of
+/// its item, which stays stored once), ended (expired, its worker gone), or never issued.
+fn not_leased(shared: &Shared, lease_id: &str) -> Response {
+    let board = shared.board.lock().expect("not poisoned");
+    if let Some(item) = board.reported_item(lease_id) {
+        let key = board.item(item).key().to_string();
+        drop(board);
+        let _ = shared
+            .store
+            .send(ToStore::Infra(vec![super::board::infra_row(
+                &key,
+                InfraKind::BadReport,
+                "a second report for an item already reported and stored (the first one stands)",
+            )]));
+        return error(
+            StatusCode::CONFLICT,
+            "this lease was already reported; the first report stands",
+        );
+    }
+    if let Some(why) = board.ended(lease_id) {
+        return error(
+            StatusCode::GONE,
+            format!("this lease ended ({why}); the item was offered again"),
+        );
+    }
+    error(StatusCode::NOT_FOUND, "no such lease in this run")
+}
+
+/// A report that cannot be stored: an infrastructure error of its item, offered again.
+fn bad_report(shared: &Shared, lease_id: String, lease: Lease, reason: &str) -> Response {
+    let row = fail_lease(shared, &lease_id, lease, InfraKind::BadReport, reason);
+    let _ = shared.store.send(ToStore::Infra(vec![row]));
+    error(
+        StatusCode::BAD_REQUEST,
+        format!("{reason}; the item is offered again"),
+    )
+}
