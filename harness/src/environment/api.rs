@@ -204,6 +204,15 @@ async fn claim(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
     Json(json!({ "item": item })).into_response()
 }
 
+/// A report's JSON, or what is wrong with it, naming the field (`report.verdict: ...`).
+fn parse_report(body: &[u8]) -> Result<Report, String> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(|e| match e.path().to_string() {
+        p if p == "." => format!("report: {}", e.inner()),
+        p => format!("report.{p}: {}", e.inner()),
+    })
+}
+
 /// An item's id as the harness sees it: stable within the run, naming no fault.
 fn opaque_item_id(token: &str, key: &str) -> String {
     use sha2::{Digest, Sha256};
@@ -224,9 +233,7 @@ async fn report(
     let Some(lease) = taken else {
         return not_leased(&shared, &lease_id);
     };
-    let parsed = serde_json::from_slice::<Report>(&body)
-        .map_err(|e| format!("report: {e}"))
-        .and_then(|r| r.check().map_err(|e| format!("report: {e}")));
+    let parsed = parse_report(&body).and_then(|r| r.check().map_err(|e| format!("report: {e}")));
     let checked = match parsed {
         Ok(c) => c,
         Err(reason) => return bad_report(&shared, lease_id, lease, &reason),

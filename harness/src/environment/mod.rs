@@ -224,7 +224,7 @@ async fn serve(
     if options.announce {
         println!("FAULTLINE_ENV_URL={}", api.url());
         println!("FAULTLINE_ENV_TOKEN={}", shared.token);
-        println!("serving {todo_len} item(s); waiting for the harness to claim them");
+        eprintln!("serving {todo_len} item(s); waiting for the harness to claim them");
     }
     let mut workers = match (options.start_workers, &harness.command) {
         (true, Some(command)) if todo_len > 0 => Some(

@@ -1,0 +1,496 @@
+//! The environment API against a real external harness: the Playwright-for-Python
+//! reference harness (its own headless Chromium, parser, executor and verifier) claiming
+//! the default tasks' items from a real `faultline run` / `faultline env` process, the
+//! fixture server's ledger scoring every report.
+//!
+//! Needs python3 with Playwright (`pip install playwright`; no browser download: the
+//! harness drives the system's headless shell). `.ci/run` installs it.
+
+use rusqlite::Connection;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn reference_harness() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/harnesses/playwright_harness.py")
+}
+
+fn playwright_available() {
+    let ok = Command::new("python3")
+        .args(["-c", "import playwright.sync_api"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "these tests drive the reference harness, which needs Playwright for Python: pip install playwright"
+    );
+}
+
+/// A config running the default tasks' reference probes through the reference harness
+/// with `flags`.
+fn config(dir: &Path, layouts: u32, workers: usize, flags: &[&str], extra: &str) -> PathBuf {
+    let mut command = vec![
+        "python3".to_string(),
+        reference_harness().display().to_string(),
+        "--no-shots".to_string(),
+    ];
+    command.extend(flags.iter().map(|f| f.to_string()));
+    let text = format!(
+        "seed = 1\nlayouts = {layouts}\ntasks = [\"search\", \"grid\", \"frame\", \"chart\"]\nfaults = [\"reference\"]\n\n[harness]\nname = \"playwright\"\ncommand = {command:?}\nworkers = {workers}\n{extra}"
+    );
+    let path = dir.join("harness.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn faultline(args: &[&str], cwd: &Path) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("faultline runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Runs `config` into `out`; panics with the output when it fails.
+fn run(config: &Path, out: &Path) {
+    let (code, stdout, stderr) = faultline(
+        &[
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        config.parent().unwrap(),
+    );
+    assert_eq!(code, 0, "faultline run failed\n{stdout}\n{stderr}");
+}
+
+/// One stored trial: its key, fault, fired, truth and the harness's verdict.
+#[derive(Debug, Clone, PartialEq)]
+struct Stored {
+    fault: Option<String>,
+    fired: Option<bool>,
+    truth: bool,
+    verdict: String,
+}
+
+fn stored(out: &Path) -> BTreeMap<String, Stored> {
+    let db = Connection::open(out.join("results.sqlite")).unwrap();
+    let mut stmt = db
+        .prepare(
+            "SELECT t.trial_key, t.fault, t.fired, t.truth_achieved, v.verdict, v.policy
+             FROM trials t JOIN verdicts v USING (trial_key)",
+        )
+        .unwrap();
+    stmt.query_map([], |r| {
+        let policy: String = r.get(5)?;
+        assert_eq!(
+            policy, "playwright",
+            "the harness's verdicts are stored under its name"
+        );
+        Ok((
+            r.get::<_, String>(0)?,
+            Stored {
+                fault: r.get(1)?,
+                fired: r.get(2)?,
+                truth: r.get(3)?,
+                verdict: r.get(4)?,
+            },
+        ))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+fn infra_kinds(out: &Path) -> Vec<String> {
+    let db = Connection::open(out.join("results.sqlite")).unwrap();
+    let mut stmt = db.prepare("SELECT kind FROM infra_errors").unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// The faults whose defect the harness showed: a stage probe that fired, or the
+/// feedback probe (whose situation always arises) judged wrongly by its verifier.
+fn defects(rows: &BTreeMap<String, Stored>) -> BTreeSet<String> {
+    rows.values()
+        .filter_map(|s| {
+            let fault = s.fault.clone()?;
+            let shows = match fault.as_str() {
+                "feedback.iframe_no_change" => (s.verdict == "success") != s.truth,
+                _ => s.fired == Some(true),
+            };
+            shows.then_some(fault)
+        })
+        .collect()
+}
+
+#[test]
+fn the_clean_reference_harness_shows_no_defect_and_its_verdicts_are_stored_like_a_policys() {
+    playwright_available();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("clean");
+    run(&config(dir.path(), 3, 2, &[], ""), &out);
+    let rows = stored(&out);
+    assert_eq!(rows.len(), 24, "4 tasks x 3 layouts x (probe + working)");
+    assert_eq!(defects(&rows), BTreeSet::new(), "{rows:#?}");
+    for (key, s) in &rows {
+        assert!(
+            s.truth,
+            "{key}: the clean harness achieves every item: {s:?}"
+        );
+        match s.fault.as_deref() {
+            // The iframe probe's situation always arises; the verifier must see it.
+            Some("feedback.iframe_no_change") => assert_eq!(s.fired, Some(true), "{key}"),
+            Some(_) => assert_eq!(s.fired, Some(false), "{key}: no defect, not fired"),
+            None => assert_eq!(s.fired, None, "{key}"),
+        }
+    }
+    assert!(infra_kinds(&out).is_empty());
+    // The tables and report of a built-in run.
+    let detection = std::fs::read_to_string(out.join("detection.csv")).unwrap();
+    assert!(
+        detection.contains("feedback.iframe_no_change,feedback,frame,playwright,3,3,0,"),
+        "{detection}"
+    );
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("playwright"), "{report}");
+    assert!(out.join("view/index.html").exists());
+}
+
+#[test]
+fn each_planted_defect_shows_in_exactly_its_probes_rows() {
+    playwright_available();
+    let dir = tempfile::tempdir().unwrap();
+    for (flag, fault) in [
+        ("--no-scale", "execute.unscaled_coordinates"),
+        ("--no-strip-tokens", "parse.token_leak"),
+        ("--trust-tool", "feedback.iframe_no_change"),
+        ("--no-settle", "observe.capture_before_tooltip"),
+    ] {
+        let out = dir.path().join(flag.trim_start_matches('-'));
+        let sub = dir.path().join(format!("cfg{flag}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        run(&config(&sub, 2, 4, &[flag], ""), &out);
+        let rows = stored(&out);
+        assert_eq!(
+            defects(&rows),
+            BTreeSet::from([fault.to_string()]),
+            "{flag}: {rows:#?}"
+        );
+        let probes: Vec<&Stored> = rows
+            .values()
+            .filter(|s| s.fault.as_deref() == Some(fault))
+            .collect();
+        assert_eq!(probes.len(), 2, "{flag}");
+        for s in probes {
+            assert_eq!(s.fired, Some(true), "{flag}: {s:?}");
+            if fault == "feedback.iframe_no_change" {
+                assert!(
+                    s.truth,
+                    "the click worked: the ledger says the row is selected"
+                );
+                assert_eq!(s.verdict, "no_change", "the trusting verifier missed it");
+            } else {
+                assert!(!s.truth, "{flag}: the defect broke the outcome: {s:?}");
+            }
+        }
+        // Items of other stages are untouched by this defect.
+        for (key, s) in &rows {
+            let chart_needs_the_observation = flag == "--no-settle" && key.contains("/chart/");
+            if s.fault.as_deref() != Some(fault) && !chart_needs_the_observation {
+                assert!(s.truth, "{flag}: {key} should be unaffected: {s:?}");
+            }
+        }
+        assert!(infra_kinds(&out).is_empty(), "{flag}");
+    }
+}
+
+/// The detection and false-alarm tables of a run.
+fn tables(out: &Path) -> (String, String) {
+    (
+        std::fs::read_to_string(out.join("detection.csv")).unwrap(),
+        std::fs::read_to_string(out.join("false_alarms.csv")).unwrap(),
+    )
+}
+
+#[test]
+fn a_misbehaving_worker_is_an_infra_error_and_the_tables_equal_an_undisturbed_runs() {
+    playwright_available();
+    let dir = tempfile::tempdir().unwrap();
+    let calm = dir.path().join("calm");
+    run(&config(dir.path(), 1, 1, &[], ""), &calm);
+    let expected = tables(&calm);
+    let calm_rows = stored(&calm);
+    for (misbehaviour, kind) in [
+        ("crash", "worker_exited"),
+        ("never-report", "lease_expired"),
+        ("garbage", "bad_report"),
+        ("double", "bad_report"),
+    ] {
+        let sub = dir.path().join(misbehaviour);
+        std::fs::create_dir_all(&sub).unwrap();
+        let marker = sub.join("marker");
+        let out = sub.join("run");
+        let cfg = config(
+            &sub,
+            1,
+            1,
+            &[
+                "--misbehave",
+                misbehaviour,
+                "--misbehave-marker",
+                marker.to_str().unwrap(),
+            ],
+            // Long enough for a chart item under load, short enough to wait out.
+            if misbehaviour == "never-report" {
+                "lease_ms = 8000\n"
+            } else {
+                ""
+            },
+        );
+        run(&cfg, &out);
+        assert!(marker.exists(), "{misbehaviour}: the worker misbehaved");
+        assert_eq!(infra_kinds(&out), vec![kind.to_string()], "{misbehaviour}");
+        assert_eq!(
+            tables(&out),
+            expected,
+            "{misbehaviour}: tables as undisturbed"
+        );
+        assert_eq!(
+            stored(&out),
+            calm_rows,
+            "{misbehaviour}: every item stored once"
+        );
+    }
+}
+
+/// `faultline env` serving a run; the API's URL and token as it printed them.
+struct Env {
+    child: std::process::Child,
+    url: String,
+    token: String,
+    /// Kept open: the process may print more.
+    _stdout: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl Env {
+    fn start(dir: &Path, out: &Path) -> Env {
+        let cfg = config(dir, 1, 1, &[], "");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_faultline"))
+            .args([
+                "env",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut value = |name: &str| {
+            let line = lines.next().unwrap().unwrap();
+            line.strip_prefix(&format!("{name}="))
+                .unwrap_or_else(|| panic!("expected {name}=..., got {line}"))
+                .to_string()
+        };
+        let url = value("FAULTLINE_ENV_URL");
+        let token = value("FAULTLINE_ENV_TOKEN");
+        Env {
+            child,
+            url,
+            token,
+            _stdout: lines,
+        }
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn the_api_refuses_what_it_must_and_reveals_no_fault_before_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&a_dir).unwrap();
+    std::fs::create_dir_all(&b_dir).unwrap();
+    let a = Env::start(&a_dir, &dir.path().join("run-a"));
+    let b = Env::start(&b_dir, &dir.path().join("run-b"));
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let post = |env: &Env, path: &str, token: Option<&str>, body: Vec<u8>| {
+        let mut r = http.post(format!("{}{path}", env.url)).body(body);
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        r.send()
+    };
+    // No token, a wrong token, another run's token: refused with one line of JSON.
+    for token in [None, Some("nope"), Some(b.token.as_str())] {
+        let r = post(&a, "/v1/claim", token, Vec::new()).await.unwrap();
+        assert_eq!(r.status(), 401);
+        let body: serde_json::Value = r.json().await.unwrap();
+        assert!(body["error"].is_string(), "{body}");
+    }
+    let info: serde_json::Value = http
+        .get(format!("{}/v1/run", a.url))
+        .bearer_auth(&a.token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(info["api_version"], 1);
+    assert_eq!(info["items"]["pending"], 8);
+    // Every claim names no fault and no stored key.
+    let mut leases = Vec::new();
+    for _ in 0..8 {
+        let r = post(
+            &a,
+            "/v1/claim",
+            Some(&a.token),
+            b"{\"worker\":\"t\"}".to_vec(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status(), 200);
+        let text = r.text().await.unwrap();
+        for secret in [
+            "detection/",
+            "token_leak",
+            "unscaled",
+            "iframe_no_change",
+            "capture_before",
+            "working",
+        ] {
+            assert!(
+                !text.contains(secret),
+                "the claim reveals `{secret}`: {text}"
+            );
+        }
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(
+            v["item"].get("fault").is_none() && v["item"].get("key").is_none(),
+            "{text}"
+        );
+        assert!(v["item"]["start_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://127.0.0.1:"));
+        leases.push(v["item"]["lease"].as_str().unwrap().to_string());
+    }
+    let none: serde_json::Value = post(&a, "/v1/claim", Some(&a.token), Vec::new())
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(none["item"], serde_json::Value::Null);
+    assert_eq!(none["done"], false, "items are leased, not stored");
+    let report = serde_json::to_vec(&serde_json::json!({ "verdict": "success" })).unwrap();
+    // A lease of run A reported into run B, and a lease no run issued: not found.
+    let to_b = post(
+        &b,
+        &format!("/v1/leases/{}/report", leases[0]),
+        Some(&b.token),
+        report.clone(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(to_b.status(), 404);
+    let unknown = post(
+        &a,
+        "/v1/leases/feedface/report",
+        Some(&a.token),
+        report.clone(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(unknown.status(), 404);
+    // An oversized body is refused (413, or the connection closed mid-upload); the
+    // lease stays out, unreported.
+    let huge = reqwest::Client::new()
+        .post(format!("{}/v1/leases/{}/report", a.url, leases[1]))
+        .bearer_auth(&a.token)
+        .body(vec![b' '; 13 << 20])
+        .send()
+        .await;
+    if let Ok(r) = huge {
+        assert_eq!(r.status(), 413);
+    }
+    let info: serde_json::Value = http
+        .get(format!("{}/v1/run", a.url))
+        .bearer_auth(&a.token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(info["items"]["leased"], 8, "{info}");
+    assert_eq!(info["items"]["stored"], 0, "{info}");
+    // A malformed report: 400 naming the field; the lease ends and a second try is gone.
+    let bad = post(
+        &a,
+        &format!("/v1/leases/{}/report", leases[2]),
+        Some(&a.token),
+        b"{\"verdict\": \"maybe\"}".to_vec(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(bad.status(), 400);
+    let msg: serde_json::Value = bad.json().await.unwrap();
+    assert!(msg["error"].as_str().unwrap().contains("verdict"), "{msg}");
+    let again = post(
+        &a,
+        &format!("/v1/leases/{}/report", leases[2]),
+        Some(&a.token),
+        report.clone(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.status(), 410);
+    // A good report is stored and only now names the fault; a second one conflicts.
+    let ok = post(
+        &a,
+        &format!("/v1/leases/{}/report", leases[3]),
+        Some(&a.token),
+        report.clone(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(ok.status(), 200);
+    let told: serde_json::Value = ok.json().await.unwrap();
+    assert!(
+        told["stored"].as_str().unwrap().starts_with("detection/"),
+        "{told}"
+    );
+    assert!(told.get("fault").is_some(), "{told}");
+    let twice = post(
+        &a,
+        &format!("/v1/leases/{}/report", leases[3]),
+        Some(&a.token),
+        report,
+    )
+    .await
+    .unwrap();
+    assert_eq!(twice.status(), 409);
+    drop(a);
+    drop(b);
+}
