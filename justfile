@@ -14,7 +14,7 @@ run-miniwob *ARGS: chromium
     cargo run --release --quiet --bin faultline -- run --config miniwob {{ARGS}}
 
 # Run every test: unit, property and integration tests against real Chromium.
-test: chromium
+test: chromium playwright
     #!/usr/bin/env bash
     set -euo pipefail
     # A temp dir of this run's own holds its browsers' profiles, so the check below
@@ -25,6 +25,9 @@ test: chromium
     cargo test --workspace --doc
     ours="[u]ser-data-dir=$TMPDIR/.*faultline-chromium-"
     if pgrep -f "$ours" > /dev/null; then echo "Chromium processes survived the tests:"; pgrep -af "$ours"; exit 1; fi
+    # The reference external harness's own browsers (Playwright profiles in the same TMPDIR).
+    theirs="[u]ser-data-dir=$TMPDIR/playwright_chromiumdev_profile-"
+    if pgrep -f "$theirs" > /dev/null; then echo "the reference harness's browsers survived the tests:"; pgrep -af "$theirs"; exit 1; fi
     echo "no Chromium process survived the test suite"
 
 # Benchmarks: cluster bootstrap, plugin protocol overhead, the default run's costs, full
@@ -162,6 +165,16 @@ serve:
     cargo run --release --bin faultline -- serve
 
 # Install Debian's chromium-headless-shell and Liberation fonts when missing (needs root or sudo).
+# Playwright for Python: the reference external harness (examples/harnesses) the
+# environment tests drive. Its wheel bundles its driver; it runs the headless shell above.
+playwright:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if python3 -c "import playwright.sync_api" 2>/dev/null; then exit 0; fi
+    echo "installing Playwright for Python (pip, --user)" >&2
+    python3 -m pip install --quiet --user playwright 2>/dev/null \
+        || python3 -m pip install --quiet --user --break-system-packages playwright
+
 chromium:
     #!/usr/bin/env bash
     set -euo pipefail
