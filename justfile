@@ -34,7 +34,55 @@ test: chromium playwright
 # report rebuild time, viewer. Extras, also together (`just bench build catalogue`):
 # `just bench build` adds a cold release build, `just bench catalogue` the catalogue run twice.
 bench *WHAT: bench-stats bench-plugin bench-run bench-view
-    @for w in {{WHAT}}; do case "$w" in build) just bench-build ;; catalogue) just bench-catalogue ;; *) echo "unknown benchmark: $w (expected build or catalogue)" >&2; exit 2 ;; esac; done
+    @for w in {{WHAT}}; do case "$w" in build) just bench-build ;; catalogue) just bench-catalogue ;; env) just bench-env ;; *) echo "unknown benchmark: $w (expected build, catalogue or env)" >&2; exit 2 ;; esac; done
+
+# The environment API (`just bench env`): its own cost per item (a worker that reports
+# every item at once, without a browser: claim + scoring + report), then the default tasks'
+# 320 detection items run by the Playwright reference harness with 1, 4 and 10 workers,
+# beside faultline's built-in run of the same items. Load averages are printed with each.
+bench-env: chromium playwright
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cargo build --release --quiet --bin faultline
+    tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+    export TMPDIR="$tmp"
+    load() { echo "load average ($1): $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"; }
+    harness="$PWD/examples/harnesses/playwright_harness.py"
+    bin="$PWD/${CARGO_TARGET_DIR:-target}/release/faultline"
+    case "${CARGO_TARGET_DIR:-}" in /*) bin="$CARGO_TARGET_DIR/release/faultline" ;; esac
+    timed() { # name, then the command; prints wall seconds and items/s
+        local name=$1; shift
+        local start=$EPOCHREALTIME
+        "$@" > "$tmp/$name.log" 2>&1 || { cat "$tmp/$name.log"; exit 1; }
+        awk -v n="$name" -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%-28s %6.1f s wall  %6.2f items/s
+", n, b - a, 320 / (b - a) }'
+    }
+    config() { # workers, then the harness's flags
+        local w=$1; shift
+        printf 'seed = 1
+layouts = 40
+tasks = ["search", "grid", "frame", "chart"]
+faults = ["reference"]
+[harness]
+name = "playwright"
+command = ["python3", "%s", "--no-shots"%s]
+workers = %s
+' \
+            "$harness" "$(for f in "$@"; do printf ', "%s"' "$f"; done)" "$w" > "$tmp/w$w$*.toml"
+        echo "$tmp/w$w$*.toml"
+    }
+    printf 'seed = 1
+layouts = 40
+tasks = ["search", "grid", "frame", "chart"]
+faults = ["reference"]
+' > "$tmp/builtin.toml"
+    load before
+    timed "api only (1 dry worker)" "$bin" run --config "$(config 1 --dry)" --out "$tmp/dry"
+    timed "built-in, 4 policies" "$bin" run --config "$tmp/builtin.toml" --out "$tmp/builtin"
+    for w in 1 4 10; do
+        timed "playwright, $w worker(s)" "$bin" run --config "$(config $w)" --out "$tmp/pw$w"
+    done
+    load after
 
 # One judgement through the example Python verifier's process vs the built-in `generic` (criterion).
 bench-plugin:

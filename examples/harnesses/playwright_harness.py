@@ -268,6 +268,11 @@ def main():
     ap.add_argument("--trust-tool", action="store_true")
     ap.add_argument("--no-settle", action="store_true")
     ap.add_argument("--no-shots", action="store_true", help="report no screenshots")
+    ap.add_argument(
+        "--dry",
+        action="store_true",
+        help="report each item at once without opening it (measures the API's own cost)",
+    )
     # For faultline's own tests: how a broken worker behaves, once per marker file.
     ap.add_argument(
         "--misbehave", choices=["crash", "never-report", "garbage", "double"]
@@ -314,7 +319,10 @@ def main():
                 if bad == "garbage":
                     api.raw(path, b'{"verdict": "maybe"')
                     continue
-                report = run_item(browser, item, flags)
+                if flags.dry:
+                    report = {"verdict": "no_change", "message": "dry run: not opened"}
+                else:
+                    report = run_item(browser, item, flags)
                 status, told = api.call("POST", path, report)
                 if status != 200:
                     print(f"report refused ({status}): {told}", file=sys.stderr)
