@@ -59,7 +59,7 @@ impl Default for EpisodeLimits {
             budget: 3,
             max_steps: 8,
             time_limit_ms: 120_000,
-            max_wait_ms: 10_000,
+            max_wait_ms: crate::engine::timing::MAX_WAIT_MS,
         }
     }
 }
