@@ -23,7 +23,7 @@ use crate::db::{TrialRow, VerdictRow};
 use crate::format::{ci_columns, csv_field, fmt4};
 use crate::stats::{clustered_wilson, ClusteredProportion, ClusteredSample, Estimate};
 use faultline_faults::{Fault, Layer, Stage};
-use faultline_tasks::{Condition, TaskKind, Verdict};
+use faultline_tasks::{Condition, Phase, TaskKind, Verdict};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
@@ -160,7 +160,7 @@ pub fn index_verdicts(verdicts: &[VerdictRow]) -> HashMap<&str, Vec<&VerdictRow>
 fn faulty_trials(trials: &[TrialRow]) -> impl Iterator<Item = (&TrialRow, Fault, Layer)> {
     trials
         .iter()
-        .filter(|t| t.experiment == "detection" && t.condition == Condition::Faulty)
+        .filter(|t| t.experiment == Phase::Detection && t.condition == Condition::Faulty)
         .filter_map(|t| {
             let fault = t.fault?;
             Some((t, fault, t.fault_layer()?))
@@ -177,7 +177,9 @@ pub(crate) fn detected_fired<'a>(
     trials
         .iter()
         .filter(|t| {
-            t.experiment == "detection" && t.condition == Condition::Faulty && t.fired == Some(true)
+            t.experiment == Phase::Detection
+                && t.condition == Condition::Faulty
+                && t.fired == Some(true)
         })
         .map(move |t| {
             let vs: Vec<&'a VerdictRow> = by_trial
@@ -304,7 +306,7 @@ pub fn false_alarms(
     let mut acc: BTreeMap<(usize, (usize, String)), FalseAlarmRow> = BTreeMap::new();
     for t in trials
         .iter()
-        .filter(|t| t.experiment == "detection" && t.condition == Condition::Working)
+        .filter(|t| t.experiment == Phase::Detection && t.condition == Condition::Working)
     {
         for v in by_trial.get(t.trial_key.as_str()).into_iter().flatten() {
             let key = (t.task.rank(), policy_rank(policies, &v.policy));

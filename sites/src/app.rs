@@ -1,7 +1,7 @@
 //! What every request handler shares: the server's state, the layout query, and the
 //! answers to a malformed request.
 
-use crate::anomalies::FaultBoard;
+use crate::fault::FaultBoard;
 use crate::ledger::{LedgerStore, Scope};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};

@@ -35,21 +35,23 @@
 
 #![warn(missing_docs)]
 
-pub mod anomalies;
 mod app;
+pub mod fault;
 mod ledger;
 pub mod limits;
 pub mod pages;
 mod task;
 pub mod truth;
 
-pub use anomalies::SiteWitness;
+/// The fault layer's former path, kept for callers that still name it.
+pub use fault as anomalies;
+pub use fault::SiteWitness;
 pub use ledger::{Ledger, LedgerEvent, LedgerKey, LedgerLimits, Scope};
 pub use task::{judge, locate_script, plan_script};
 pub use truth::Truth;
 
-use anomalies::{FaultBoard, NetworkState};
 use app::{bad_request, scope_or_400, AppState, LayoutQuery};
+use fault::{FaultBoard, NetworkState};
 use faultline_faults::site::SiteInjection;
 
 use axum::extract::{Path, Query, State};
@@ -294,7 +296,7 @@ fn router(state: AppState) -> Router {
         .merge(task::routes())
         .layer(axum::middleware::from_fn_with_state(
             network,
-            anomalies::network_faults,
+            fault::network_faults,
         ))
         .with_state(state)
 }
@@ -389,10 +391,10 @@ fn record_witness(
     }
     match state.board.try_witness(scope, kind, true, page_ms, data) {
         Ok(()) => None,
-        Err(anomalies::WitnessRefused::NotArmed) => {
+        Err(fault::WitnessRefused::NotArmed) => {
             Some((StatusCode::CONFLICT, "no fault is armed on this scope").into_response())
         }
-        Err(anomalies::WitnessRefused::Full) => Some(
+        Err(fault::WitnessRefused::Full) => Some(
             (
                 StatusCode::TOO_MANY_REQUESTS,
                 "this scope's witness log is full; the event was not kept",

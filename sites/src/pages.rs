@@ -71,7 +71,7 @@ pub const LEDGER_JS: &str = r#"(function () {
 "#;
 
 /// Markup, styles and scripts a page gains from its page changes (rendered by
-/// [`crate::anomalies::extras`]).
+/// [`crate::fault::extras`]).
 #[derive(Debug, Clone, Default)]
 pub struct Extras {
     /// CSS appended to the page's own `<style>`.

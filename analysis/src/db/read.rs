@@ -202,7 +202,7 @@ fn trial_row(r: &Row<'_>) -> Result<TrialRow> {
     let key: String = r.get(0)?;
     let k = key.as_str();
     Ok(TrialRow {
-        experiment: r.get(1)?,
+        experiment: column(r, 1, "trials", k, "experiment")?,
         task: column(r, 2, "trials", k, "task")?,
         layout_index: r.get(3)?,
         layout_seed: parse_u64(r.get::<_, String>(4)?),

@@ -55,8 +55,8 @@ pub struct PhaseCostRow {
 pub struct TrialRow {
     /// Stable key, `detection/<task>/<layout>/<fault id|working>` (`trial_key`, primary key).
     pub trial_key: String,
-    /// The experiment the trial belongs to (`detection`).
-    pub experiment: String,
+    /// The experiment the trial belongs to ([`Phase::Detection`]; stored by name).
+    pub experiment: Phase,
     /// The task the recorded decision was made for.
     pub task: TaskKind,
     /// The layout's index within the task (the layout cluster of the statistics).

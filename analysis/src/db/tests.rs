@@ -16,7 +16,7 @@ pub(crate) fn verdict(key: &str, policy: &str, verdict: &str) -> VerdictRow {
 pub(crate) fn row(key: &str) -> TrialRow {
     TrialRow {
         trial_key: key.into(),
-        experiment: "detection".into(),
+        experiment: faultline_tasks::Phase::Detection,
         task: TaskKind::Grid,
         layout_index: 1,
         layout_seed: u64::MAX,

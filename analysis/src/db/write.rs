@@ -41,7 +41,7 @@ impl ResultsDb {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
             params![
                 t.trial_key,
-                t.experiment,
+                t.experiment.name(),
                 t.task.name(),
                 t.layout_index,
                 t.layout_seed.to_string(),

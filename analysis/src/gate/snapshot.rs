@@ -6,7 +6,7 @@
 use crate::config::run_policies;
 use crate::db::{GateIdentity, ResultsDb};
 use anyhow::{anyhow, bail, Context, Result};
-use faultline_tasks::{Condition, Verdict};
+use faultline_tasks::{Condition, Phase, Verdict};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -122,7 +122,7 @@ impl Snapshot {
         let trials: Vec<TrialOutcome> = db
             .trials()?
             .into_iter()
-            .filter(|t| t.experiment == "detection")
+            .filter(|t| t.experiment == Phase::Detection)
             .map(|t| TrialOutcome {
                 verdicts: verdicts.remove(&t.trial_key).unwrap_or_default(),
                 task: t.task.name().to_string(),

@@ -4,6 +4,7 @@ use crate::db::tests::{row, verdict};
 use crate::db::{GateIdentity, Manifest, ResultsDb};
 use faultline_faults::Fault;
 use faultline_tasks::{TaskKind, Verdict};
+use std::collections::BTreeMap;
 
 const FRAME_FAULT: &str = "feedback.iframe_no_change";
 

@@ -27,12 +27,14 @@ use crate::agent::{Agent, AgentView, HistoryEntry, PolicyFeedback, TokenUsage};
 use crate::engine::cost::{Span, Stage, StageCosts};
 use crate::engine::liveness::InfraFailure;
 use crate::engine::roundtrip::parse::MAX_REPLY_BYTES;
-use crate::engine::roundtrip::{ReplyError, RoundTrip};
+use crate::engine::roundtrip::{ReplyError, RoundTrip, StepOutcome};
 use crate::engine::session::Session;
 use crate::engine::Engine;
 use anyhow::{Context, Result};
 use faultline_faults::{FaultPlan, Witness};
-use faultline_policies::{Evidence, Observation, PageState, Verdict, VerificationPolicy};
+use faultline_policies::{
+    Evidence, Observation, PageState, PolicyOutcome, Verdict, VerificationPolicy,
+};
 use faultline_sites::{LedgerEvent, Truth};
 use faultline_tasks::{Action, ActionFormat, CoordinateSpace, Decision, Instruction};
 use serde::{Deserialize, Serialize};
@@ -59,7 +61,7 @@ impl Default for EpisodeLimits {
             budget: 3,
             max_steps: 8,
             time_limit_ms: 120_000,
-            max_wait_ms: 10_000,
+            max_wait_ms: crate::engine::timing::MAX_WAIT_MS,
         }
     }
 }
@@ -469,6 +471,32 @@ async fn drive(
     Ok((t, stop_reason))
 }
 
+/// Has the policy judge an executed step against what the agent saw before it (timed as
+/// the policies' stage).
+fn judge_step(
+    session: &mut Session<'_>,
+    policy: &dyn VerificationPolicy,
+    instruction: &Instruction,
+    seen: &Seen,
+    outcome: &StepOutcome,
+) -> PolicyOutcome {
+    let judging = Span::start(Stage::Policies);
+    let judged = session.judge(
+        policy,
+        &Evidence {
+            instruction,
+            actions: &outcome.actions,
+            tool_message: &outcome.tool_message,
+            before: &seen.observation,
+            after: &outcome.after,
+            before_state: &seen.state,
+            after_state: &outcome.after_state,
+        },
+    );
+    judging.end(session.costs());
+    judged
+}
+
 /// Executes an admitted step, has the policy judge it and records it; returns why the
 /// episode ends after it, if it does.
 async fn act(
@@ -490,21 +518,7 @@ async fn act(
     if !record.from_decision {
         t.spent += browser;
     }
-    let judging = Span::start(Stage::Policies);
-    let judged = session.judge(
-        spec.policy,
-        &Evidence {
-            instruction,
-            actions: &outcome.actions,
-            tool_message: &outcome.tool_message,
-            before: &seen.observation,
-            after: &outcome.after,
-            before_state: &seen.state,
-            after_state: &outcome.after_state,
-        },
-    );
-    judging.end(session.costs());
-    let judgement = match judged {
+    let judgement = match judge_step(session, spec.policy, instruction, seen, &outcome) {
         Ok(j) => j,
         Err(e) => {
             t.error = Some(e.to_string());

@@ -1,11 +1,18 @@
 //! The timing settings of a run: how long the round trip lets a page settle after an
-//! action before observing it, and how long it waits for a navigation.
+//! action before observing it, how long it waits for a navigation, and the longest
+//! `wait(ms)` a reply may ask for by default ([`MAX_WAIT_MS`]).
 //!
 //! They live apart from the round trip that applies them because the browser reads
 //! them too ([`crate::engine::browser::TrialPage::wait_stable`]): the browser module
 //! depends on this one, and neither on the round trip.
 
 use serde::{Deserialize, Serialize};
+
+/// The longest `wait(ms)` a reply may ask for unless the episode's limits say otherwise
+/// (a longer wait is cut to it): the default of both the episode's limits
+/// ([`crate::engine::episode::EpisodeLimits::max_wait_ms`]) and a round trip's own cap
+/// ([`crate::engine::roundtrip::RoundTrip::max_wait_ms`]).
+pub const MAX_WAIT_MS: u64 = 10_000;
 
 /// Timing knobs of the round trip.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -6,11 +6,12 @@
 //! the [`Session`]), which alone holds the ledger key.
 
 use crate::engine::cost::{Span, Stage, StageCosts};
-use crate::engine::session::Session;
+use crate::engine::roundtrip::ReplyError;
+use crate::engine::session::{Finished, Session};
 use crate::engine::Engine;
 use anyhow::{Context, Result};
 use faultline_faults::{FaultPlan, Witness};
-use faultline_policies::{Evidence, PolicyOutcome};
+use faultline_policies::{Evidence, Observation, PolicyOutcome};
 use faultline_sites::{Ledger, Truth};
 use faultline_tasks::{ActionFormat, Decision};
 use serde::Serialize;
@@ -57,6 +58,32 @@ struct EvidenceRecord<'a> {
     before_text: &'a str,
 }
 
+/// The result of a trial whose reply did not parse: nothing was done, so the page after
+/// is the page before and no policy judges it.
+fn refused(
+    before: Observation,
+    parse_error: ReplyError,
+    finished: Finished,
+    started: Instant,
+) -> TrialResult {
+    TrialResult {
+        actions: Vec::new(),
+        executed_json: "[]".into(),
+        tool_message: parse_error.to_string(),
+        observation_text: before.text.clone(),
+        before_png: before.png.clone(),
+        after_png: before.png,
+        evidence_json: "{}".into(),
+        witness: None,
+        judgements: Vec::new(),
+        ledger: finished.ledger,
+        truth: finished.truth,
+        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+        parse_error: Some(parse_error.0),
+        costs: finished.costs,
+    }
+}
+
 /// Runs one trial in a fresh browser context under a fresh ledger scope.
 pub async fn run_trial(
     engine: &Engine,
@@ -88,22 +115,7 @@ pub async fn run_trial(
         Ok(s) => s,
         Err(parse_error) => {
             let finished = session.finish()?;
-            return Ok(TrialResult {
-                actions: Vec::new(),
-                executed_json: "[]".into(),
-                tool_message: parse_error.to_string(),
-                observation_text: before.text.clone(),
-                before_png: before.png.clone(),
-                after_png: before.png,
-                evidence_json: "{}".into(),
-                witness: None,
-                judgements: Vec::new(),
-                ledger: finished.ledger,
-                truth: finished.truth,
-                duration_ms: started.elapsed().as_secs_f64() * 1000.0,
-                parse_error: Some(parse_error.0),
-                costs: finished.costs,
-            });
+            return Ok(refused(before, parse_error, finished, started));
         }
     };
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "stepped");

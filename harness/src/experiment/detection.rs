@@ -194,7 +194,7 @@ fn store(
     };
     let row = TrialRow {
         trial_key: spec.key.clone(),
-        experiment: "detection".into(),
+        experiment: Phase::Detection,
         task: d.task,
         layout_index: d.layout_index,
         layout_seed: d.layout_seed,

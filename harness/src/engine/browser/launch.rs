@@ -61,6 +61,54 @@ pub struct BrowserHandle {
     pub(super) liveness: Liveness,
 }
 
+/// The Chromium command line: faultline's switches and any extra ones, the profile
+/// directory, stderr piped (it says where DevTools listens), no secret of ours.
+fn chromium_command(executable: &Path, profile: &Path) -> Process {
+    let mut cmd = Process::new(executable);
+    // Extra switches for odd machines, space-separated.
+    let extra = std::env::var("FAULTLINE_CHROMIUM_ARGS").unwrap_or_default();
+    cmd.args(CHROMIUM_ARGS)
+        .args(extra.split_whitespace())
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("about:blank")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        // The browser needs no secret of ours: a model API key stays in this process.
+        .env_remove("FAULTLINE_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .kill_on_drop(true)
+        // Its own process group, so closing kills every process it started even when
+        // `executable` is a wrapper that does not `exec`.
+        .process_group(0);
+    cmd
+}
+
+/// Reads Chromium's stderr until it says where DevTools listens (20 s at most), then
+/// keeps draining it so Chromium never blocks on a full pipe.
+async fn devtools_url(child: &mut tokio::process::Child) -> Result<String> {
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let mut lines = BufReader::new(stderr).lines();
+    let ws = tokio::time::timeout(Duration::from_secs(20), async {
+        let mut seen = Vec::new();
+        while let Some(line) = lines.next_line().await? {
+            if let Some(url) = line.strip_prefix("DevTools listening on ") {
+                return Ok::<_, anyhow::Error>(url.trim().to_string());
+            }
+            seen.push(line);
+        }
+        Err(anyhow!(
+            "Chromium exited before opening DevTools: {}",
+            seen.join(" | ")
+        ))
+    })
+    .await
+    .map_err(|_| anyhow!("Chromium did not open DevTools within 20 s"))??;
+    // Keep draining stderr so Chromium never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok(ws)
+}
+
 impl BrowserHandle {
     /// Starts Chromium with a fresh profile directory and connects to it, with the
     /// default deadlines.
@@ -77,45 +125,11 @@ impl BrowserHandle {
             .prefix(&format!("{PROFILE_PREFIX}{}-", std::process::id()))
             .tempdir_in(&temp)
             .context("creating a Chromium profile directory")?;
-        let mut cmd = Process::new(executable);
-        // Extra switches for odd machines, space-separated.
-        let extra = std::env::var("FAULTLINE_CHROMIUM_ARGS").unwrap_or_default();
-        cmd.args(CHROMIUM_ARGS)
-            .args(extra.split_whitespace())
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .arg("about:blank")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            // The browser needs no secret of ours: a model API key stays in this process.
-            .env_remove("FAULTLINE_API_KEY")
-            .env_remove("OPENAI_API_KEY")
-            .kill_on_drop(true)
-            // Its own process group, so closing kills every process it started even when
-            // `executable` is a wrapper that does not `exec`.
-            .process_group(0);
+        let cmd = chromium_command(executable, profile.path());
         let mut child = crate::children::spawn_async(cmd)
             .await
             .with_context(|| format!("starting Chromium at {}", executable.display()))?;
-        let stderr = child.stderr.take().expect("stderr is piped");
-        let mut lines = BufReader::new(stderr).lines();
-        let ws = tokio::time::timeout(Duration::from_secs(20), async {
-            let mut seen = Vec::new();
-            while let Some(line) = lines.next_line().await? {
-                if let Some(url) = line.strip_prefix("DevTools listening on ") {
-                    return Ok::<_, anyhow::Error>(url.trim().to_string());
-                }
-                seen.push(line);
-            }
-            Err(anyhow!(
-                "Chromium exited before opening DevTools: {}",
-                seen.join(" | ")
-            ))
-        })
-        .await
-        .map_err(|_| anyhow!("Chromium did not open DevTools within 20 s"))??;
-        // Keep draining stderr so Chromium never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let ws = devtools_url(&mut child).await?;
 
         let pid = child
             .id()

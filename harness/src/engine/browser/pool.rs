@@ -58,22 +58,16 @@ impl BrowserHandle {
         let recycle_tx = tx.clone();
         let demand = taken.clone();
         let opener = tokio::spawn(async move {
-            let mut opened = 0usize;
+            let mut counts = Counts {
+                ahead,
+                eager,
+                capacity,
+                opened: 0,
+            };
             // A dead browser opens no more pages: the pool says why once and stops.
             while alive.dead().is_none() {
-                // Reused pages come back: past the first `ahead`, a new one is opened
-                // only when the spares run low and fewer than `eager` (plus the parked
-                // items' pages) are open.
                 if let Some(limit) = &limit {
-                    loop {
-                        let spares = tx.max_capacity() - tx.capacity();
-                        let open = capacity - limit.available_permits();
-                        let room = eager + crate::engine::waiting::parked_in_process();
-                        if opened < ahead || (spares < SPARE_PAGES && open < room) {
-                            break;
-                        }
-                        demand.notified().await;
-                    }
+                    wait_for_demand(&tx, limit, &demand, counts).await;
                 }
                 let permit = match &limit {
                     Some(limit) => match limit.clone().acquire_owned().await {
@@ -98,7 +92,7 @@ impl BrowserHandle {
                     });
                     page
                 });
-                opened += 1;
+                counts.opened += 1;
                 if tx.send(page).await.is_err() {
                     return;
                 }
@@ -112,6 +106,37 @@ impl BrowserHandle {
             alive: self.alive.clone(),
             liveness: self.liveness,
         }
+    }
+}
+
+/// What the reused pool's opener counts: pages to open at first (`ahead`), pages for the
+/// items at work and the spares (`eager`), the queue's room (`capacity`) and the pages
+/// opened so far.
+#[derive(Clone, Copy)]
+struct Counts {
+    ahead: usize,
+    eager: usize,
+    capacity: usize,
+    opened: usize,
+}
+
+/// Reused pages come back: past the first `ahead`, a new one is opened only when the
+/// spares run low and fewer than `eager` (plus the parked items' pages) are open. Waits
+/// (woken each time a page is taken) until that is so.
+async fn wait_for_demand<T>(
+    tx: &tokio::sync::mpsc::Sender<T>,
+    limit: &tokio::sync::Semaphore,
+    demand: &tokio::sync::Notify,
+    c: Counts,
+) {
+    loop {
+        let spares = tx.max_capacity() - tx.capacity();
+        let open = c.capacity - limit.available_permits();
+        let room = c.eager + crate::engine::waiting::parked_in_process();
+        if c.opened < c.ahead || (spares < SPARE_PAGES && open < room) {
+            break;
+        }
+        demand.notified().await;
     }
 }
 

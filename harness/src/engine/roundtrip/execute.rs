@@ -102,119 +102,9 @@ impl RoundTrip {
                 .fault
                 .as_ref()
                 .and_then(|f| f.fails_dispatch(action, viewport_point));
-            let (honest, nominal) = match action {
-                Action::Click { .. } | Action::DoubleClick { .. } | Action::RightClick { .. } => {
-                    let p = viewport_point.expect("clicks have points");
-                    let ok = match action {
-                        Action::DoubleClick { .. } => format!("Double-clicked at {p}."),
-                        Action::RightClick { .. } => format!("Right-clicked at {p}."),
-                        _ => format!("Clicked at {p}."),
-                    };
-                    x.last_click = Some(p);
-                    match dispatch_error {
-                        Some(e) => (e, ok),
-                        None => {
-                            // The feedback fault's condition is the harness's own hit
-                            // test; an honest tool does not need it, so it is only paid
-                            // for when asked.
-                            if self
-                                .fault
-                                .as_ref()
-                                .is_some_and(FaultPlan::needs_iframe_hit_test)
-                            {
-                                x.last_pointer_into_iframe =
-                                    self.page.element_tag_at(p).await?.as_deref() == Some("IFRAME");
-                            }
-                            match action {
-                                Action::DoubleClick { .. } => self.page.double_click(p).await?,
-                                Action::RightClick { .. } => self.page.right_click(p).await?,
-                                _ => self.page.click(p).await?,
-                            }
-                            (ok.clone(), ok)
-                        }
-                    }
-                }
-                Action::Hover { .. } => {
-                    let p = viewport_point.expect("hovers have points");
-                    x.last_pointer_into_iframe = false;
-                    let early = self
-                        .fault
-                        .as_ref()
-                        .is_some_and(FaultPlan::skips_hover_settle);
-                    if early && !x.holds_tooltip {
-                        // The capture comes strictly before the tooltip: the page holds
-                        // its tooltip until the harness has captured (released in the
-                        // observe stage), however slow the machine is.
-                        self.page.eval(HOLD_TOOLTIP).await?;
-                        x.holds_tooltip = true;
-                    }
-                    self.page.hover(p).await?;
-                    x.hovered = true;
-                    if early {
-                        x.hover_clock = Some(self.page.page_now().await?);
-                    }
-                    let m = format!("Moved the mouse to {p}.");
-                    (m.clone(), m)
-                }
-                Action::Type { text } => {
-                    let ok = format!("Typed {text:?}.");
-                    // An honest tool says so when the keystrokes would go nowhere.
-                    if self.page.has_editable_focus().await? {
-                        self.page.insert_text(text).await?;
-                        (ok.clone(), ok)
-                    } else {
-                        (
-                            "Error: nothing has keyboard focus; the text was not typed.".into(),
-                            ok,
-                        )
-                    }
-                }
-                Action::Press { key } => {
-                    let ok = format!("Pressed {key}.");
-                    match self.page.press(key).await {
-                        Ok(()) => (ok.clone(), ok),
-                        // A dead browser or page is the harness's failure, not the key's.
-                        Err(e) if crate::engine::liveness::InfraFailure::find(&e).is_some() => {
-                            return Err(e)
-                        }
-                        Err(e) => (format!("Error: {e}"), ok),
-                    }
-                }
-                Action::Scroll { dx, dy } => {
-                    self.page.scroll(*dx, *dy).await?;
-                    let m = format!("Scrolled by ({dx}, {dy}).");
-                    (m.clone(), m)
-                }
-                Action::Wait { ms } if self.fault.as_ref().is_some_and(FaultPlan::skips_waits) => {
-                    // The faulty tool returns at once and says it waited.
-                    x.skipped_waits.push((*ms, None));
-                    let m = format!("Waited {ms} ms.");
-                    (m.clone(), m)
-                }
-                Action::Wait { ms } => {
-                    // A reply cannot hold the harness for as long as it likes.
-                    let waited = (*ms).min(self.max_wait_ms);
-                    tokio::time::sleep(Duration::from_millis(waited)).await;
-                    x.waited_ms += waited;
-                    let m = if waited < *ms {
-                        format!(
-                            "Waited {waited} ms (the {ms} ms asked for is capped at {waited} ms)."
-                        )
-                    } else {
-                        format!("Waited {ms} ms.")
-                    };
-                    (m.clone(), m)
-                }
-                Action::Answer { value } => {
-                    x.answer = Some(value.clone());
-                    let m = format!("Answered {value:?}.");
-                    (m.clone(), m)
-                }
-                Action::Stop => {
-                    x.stop = true;
-                    ("Stopped.".to_string(), "Stopped.".to_string())
-                }
-            };
+            let (honest, nominal) = self
+                .dispatch(&mut x, action, viewport_point, dispatch_error)
+                .await?;
             x.executed.push(Executed {
                 action: action.clone(),
                 viewport_point,
@@ -223,5 +113,148 @@ impl RoundTrip {
             x.messages.push((honest, nominal));
         }
         Ok(x)
+    }
+
+    /// Dispatches one action; returns what an honest tool says about it and what it
+    /// nominally did (the feedback stage chooses between them).
+    async fn dispatch(
+        &mut self,
+        x: &mut Execution,
+        action: &Action,
+        viewport_point: Option<Point>,
+        dispatch_error: Option<String>,
+    ) -> Result<(String, String)> {
+        let said = match action {
+            Action::Click { .. } | Action::DoubleClick { .. } | Action::RightClick { .. } => {
+                let p = viewport_point.expect("clicks have points");
+                self.click(x, action, p, dispatch_error).await?
+            }
+            Action::Hover { .. } => {
+                let p = viewport_point.expect("hovers have points");
+                self.hover(x, p).await?
+            }
+            Action::Type { text } => {
+                let ok = format!("Typed {text:?}.");
+                // An honest tool says so when the keystrokes would go nowhere.
+                if self.page.has_editable_focus().await? {
+                    self.page.insert_text(text).await?;
+                    (ok.clone(), ok)
+                } else {
+                    (
+                        "Error: nothing has keyboard focus; the text was not typed.".into(),
+                        ok,
+                    )
+                }
+            }
+            Action::Press { key } => {
+                let ok = format!("Pressed {key}.");
+                match self.page.press(key).await {
+                    Ok(()) => (ok.clone(), ok),
+                    // A dead browser or page is the harness's failure, not the key's.
+                    Err(e) if crate::engine::liveness::InfraFailure::find(&e).is_some() => {
+                        return Err(e)
+                    }
+                    Err(e) => (format!("Error: {e}"), ok),
+                }
+            }
+            Action::Scroll { dx, dy } => {
+                self.page.scroll(*dx, *dy).await?;
+                let m = format!("Scrolled by ({dx}, {dy}).");
+                (m.clone(), m)
+            }
+            Action::Wait { ms } if self.fault.as_ref().is_some_and(FaultPlan::skips_waits) => {
+                // The faulty tool returns at once and says it waited.
+                x.skipped_waits.push((*ms, None));
+                let m = format!("Waited {ms} ms.");
+                (m.clone(), m)
+            }
+            Action::Wait { ms } => self.wait(x, *ms).await,
+            Action::Answer { value } => {
+                x.answer = Some(value.clone());
+                let m = format!("Answered {value:?}.");
+                (m.clone(), m)
+            }
+            Action::Stop => {
+                x.stop = true;
+                ("Stopped.".to_string(), "Stopped.".to_string())
+            }
+        };
+        Ok(said)
+    }
+
+    /// A click (single, double or right) at `p`, unless the fault fails its dispatch.
+    async fn click(
+        &mut self,
+        x: &mut Execution,
+        action: &Action,
+        p: Point,
+        dispatch_error: Option<String>,
+    ) -> Result<(String, String)> {
+        let ok = match action {
+            Action::DoubleClick { .. } => format!("Double-clicked at {p}."),
+            Action::RightClick { .. } => format!("Right-clicked at {p}."),
+            _ => format!("Clicked at {p}."),
+        };
+        x.last_click = Some(p);
+        Ok(match dispatch_error {
+            Some(e) => (e, ok),
+            None => {
+                // The feedback fault's condition is the harness's own hit
+                // test; an honest tool does not need it, so it is only paid
+                // for when asked.
+                if self
+                    .fault
+                    .as_ref()
+                    .is_some_and(FaultPlan::needs_iframe_hit_test)
+                {
+                    x.last_pointer_into_iframe =
+                        self.page.element_tag_at(p).await?.as_deref() == Some("IFRAME");
+                }
+                match action {
+                    Action::DoubleClick { .. } => self.page.double_click(p).await?,
+                    Action::RightClick { .. } => self.page.right_click(p).await?,
+                    _ => self.page.click(p).await?,
+                }
+                (ok.clone(), ok)
+            }
+        })
+    }
+
+    /// A hover at `p`; under the capture-before-tooltip fault, the page holds its tooltip
+    /// until the harness has captured.
+    async fn hover(&mut self, x: &mut Execution, p: Point) -> Result<(String, String)> {
+        x.last_pointer_into_iframe = false;
+        let early = self
+            .fault
+            .as_ref()
+            .is_some_and(FaultPlan::skips_hover_settle);
+        if early && !x.holds_tooltip {
+            // The capture comes strictly before the tooltip: the page holds
+            // its tooltip until the harness has captured (released in the
+            // observe stage), however slow the machine is.
+            self.page.eval(HOLD_TOOLTIP).await?;
+            x.holds_tooltip = true;
+        }
+        self.page.hover(p).await?;
+        x.hovered = true;
+        if early {
+            x.hover_clock = Some(self.page.page_now().await?);
+        }
+        let m = format!("Moved the mouse to {p}.");
+        Ok((m.clone(), m))
+    }
+
+    /// A real wait of `ms`, capped at the round trip's longest wait.
+    async fn wait(&mut self, x: &mut Execution, ms: u64) -> (String, String) {
+        // A reply cannot hold the harness for as long as it likes.
+        let waited = ms.min(self.max_wait_ms);
+        tokio::time::sleep(Duration::from_millis(waited)).await;
+        x.waited_ms += waited;
+        let m = if waited < ms {
+            format!("Waited {waited} ms (the {ms} ms asked for is capped at {waited} ms).")
+        } else {
+            format!("Waited {ms} ms.")
+        };
+        (m.clone(), m)
     }
 }

@@ -110,7 +110,7 @@ impl RoundTrip {
             image,
             timing,
             marks: Vec::new(),
-            max_wait_ms: crate::engine::episode::EpisodeLimits::default().max_wait_ms,
+            max_wait_ms: crate::engine::timing::MAX_WAIT_MS,
             crash_witness: None,
             layout: layout.clone(),
             before_act_done: false,
