@@ -205,7 +205,7 @@ pub(crate) async fn score(shared: &Shared, lease: &Lease, checked: Checked) -> R
     let d = spec.decision();
     let row = TrialRow {
         trial_key: key.clone(),
-        experiment: "detection".into(),
+        experiment: faultline_tasks::Phase::Detection,
         task: d.task,
         layout_index: d.layout_index,
         layout_seed: d.layout_seed,
