@@ -54,28 +54,15 @@ bench-env: chromium playwright
         local name=$1; shift
         local start=$EPOCHREALTIME
         "$@" > "$tmp/$name.log" 2>&1 || { cat "$tmp/$name.log"; exit 1; }
-        awk -v n="$name" -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%-28s %6.1f s wall  %6.2f items/s
-", n, b - a, 320 / (b - a) }'
+        awk -v n="$name" -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%-28s %6.1f s wall  %6.2f items/s\n", n, b - a, 320 / (b - a) }'
     }
     config() { # workers, then the harness's flags
         local w=$1; shift
-        printf 'seed = 1
-layouts = 40
-tasks = ["search", "grid", "frame", "chart"]
-faults = ["reference"]
-[harness]
-name = "playwright"
-command = ["python3", "%s", "--no-shots"%s]
-workers = %s
-' \
+        printf 'seed = 1\nlayouts = 40\ntasks = ["search", "grid", "frame", "chart"]\nfaults = ["reference"]\n[harness]\nname = "playwright"\ncommand = ["python3", "%s", "--no-shots"%s]\nworkers = %s\n' \
             "$harness" "$(for f in "$@"; do printf ', "%s"' "$f"; done)" "$w" > "$tmp/w$w$*.toml"
         echo "$tmp/w$w$*.toml"
     }
-    printf 'seed = 1
-layouts = 40
-tasks = ["search", "grid", "frame", "chart"]
-faults = ["reference"]
-' > "$tmp/builtin.toml"
+    printf 'seed = 1\nlayouts = 40\ntasks = ["search", "grid", "frame", "chart"]\nfaults = ["reference"]\n' > "$tmp/builtin.toml"
     load before
     timed "api only (1 dry worker)" "$bin" run --config "$(config 1 --dry)" --out "$tmp/dry"
     timed "built-in, 4 policies" "$bin" run --config "$tmp/builtin.toml" --out "$tmp/builtin"

@@ -53,6 +53,21 @@ pub(super) fn measured_cells(s: &Snapshot) -> Cells<'_> {
                 });
         }
     }
+    // An external harness's probes: whether it showed the defect, on every probe trial.
+    for t in s.trials.iter().filter(|t| is_probe(s, t)) {
+        for p in t.verdicts.keys() {
+            out.entry((
+                Metric::Defects,
+                (t.fault.clone(), t.task.clone(), p.clone(), None),
+            ))
+            .or_default()
+            .push(Item {
+                key: &t.key,
+                layout: t.layout,
+                outcome: t.fired == Some(true),
+            });
+        }
+    }
     for e in s.episodes.iter().filter(|e| e.fired) {
         let key = (
             Some(e.fault.clone()),
@@ -89,6 +104,12 @@ pub(super) fn known_cells(s: &Snapshot) -> BTreeSet<(Metric, CellKey)> {
                 metric,
                 (t.fault.clone(), t.task.clone(), p.to_string(), None),
             ));
+            if is_probe(s, t) {
+                out.insert((
+                    Metric::Defects,
+                    (t.fault.clone(), t.task.clone(), p.to_string(), None),
+                ));
+            }
         }
     }
     for e in &s.episodes {
@@ -101,6 +122,17 @@ pub(super) fn known_cells(s: &Snapshot) -> BTreeSet<(Metric, CellKey)> {
         out.insert((Metric::Recovery, key));
     }
     out
+}
+
+/// A trial of an external harness whose fault is a reference stage fault: a conformance
+/// probe, whose `fired` says the harness showed the defect. The iframe probe always
+/// fires (its situation, not a defect): its verifier is measured by detection alone.
+fn is_probe(s: &Snapshot, t: &TrialOutcome) -> bool {
+    s.external
+        && matches!(
+            t.fault.as_deref(),
+            Some("parse.token_leak" | "execute.unscaled_coordinates" | "observe.capture_before_tooltip")
+        )
 }
 
 pub(super) fn by_key(s: &Snapshot) -> BTreeMap<&str, &TrialOutcome> {

@@ -219,6 +219,7 @@ fn missing_cell(
         } else {
             let not_measured = match metric {
                 Metric::FalseAlarms => "not confirmed by the ledger",
+                Metric::Defects => "not a probe of this run",
                 _ => "the fault did not fire",
             };
             let parts: Vec<String> = [

@@ -280,6 +280,10 @@ pub fn junit(r: &GateReport) -> String {
         let mut cases = Vec::new();
         let (mut failures, mut skipped) = (0, 0);
         let mut cells: Vec<&CellResult> = r.cells.iter().filter(|c| c.metric == metric).collect();
+        // Only a run of an external harness has defect cells; others keep their suites.
+        if metric == super::Metric::Defects && cells.is_empty() {
+            continue;
+        }
         cells.sort_by(|a, b| {
             (&a.fault, &a.task, &a.policy, &a.agent).cmp(&(&b.fault, &b.task, &b.policy, &b.agent))
         });

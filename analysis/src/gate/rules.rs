@@ -14,6 +14,8 @@
 //! margin = 0.05
 //! [recovery]                # recovered / fired episodes per (task, fault, policy, agent): may not drop
 //! margin = 0.05
+//! [defects]                 # an external harness's probe trials showing the defect: may not rise
+//! margin = 0.05
 //!
 //! [[floor]]                 # optional: an absolute bound on the candidate's pooled rate
 //! metric = "detection"
@@ -46,13 +48,16 @@ faultline_tasks::named_enum! {
         FalseAlarms = "false_alarms",
         /// Recovered / fired episodes per (task, fault, policy, agent); higher is better.
         Recovery = "recovery",
+        /// An external harness under test: probe trials where it showed the probe's defect
+        /// / probe trials, per (fault, task, harness); lower is better.
+        Defects = "defects",
     }
 }
 
 impl Metric {
     /// Detection and recovery should go up; false alarms down.
     pub fn higher_is_better(self) -> bool {
-        !matches!(self, Metric::FalseAlarms)
+        !matches!(self, Metric::FalseAlarms | Metric::Defects)
     }
 }
 
@@ -167,6 +172,9 @@ pub struct Rules {
     pub false_alarms: MetricRule,
     /// The rule for recovery cells (recovered / fired episodes per task, fault, policy, agent).
     pub recovery: MetricRule,
+    /// The rule for an external harness's defect cells (probe trials showing the defect
+    /// per fault, task, harness).
+    pub defects: MetricRule,
     /// The absolute bounds on the candidate (`[[floor]]` sections).
     #[serde(rename = "floor")]
     pub floors: Vec<Floor>,
@@ -236,6 +244,7 @@ impl Default for Rules {
             detection: MetricRule::default(),
             false_alarms: MetricRule::default(),
             recovery: MetricRule::default(),
+            defects: MetricRule::default(),
             floors: Vec::new(),
             allow_missing: Vec::new(),
             source: RulesSource::default(),
@@ -271,6 +280,7 @@ impl Rules {
             ("detection", rules.detection),
             ("false_alarms", rules.false_alarms),
             ("recovery", rules.recovery),
+            ("defects", rules.defects),
         ] {
             if !(0.0..1.0).contains(&r.margin) {
                 bail!(
@@ -329,6 +339,7 @@ impl Rules {
             Metric::Detection => &self.detection,
             Metric::FalseAlarms => &self.false_alarms,
             Metric::Recovery => &self.recovery,
+            Metric::Defects => &self.defects,
         }
     }
 }

@@ -104,6 +104,10 @@ pub struct Snapshot {
     /// written before the gate looked at them, and from runs without any).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub infra_errors: Vec<InfraError>,
+    /// Whether the run put an external harness under test (its reference stage faults
+    /// are conformance probes, measured as defect cells; absent for built-in runs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub external: bool,
 }
 
 impl Snapshot {
@@ -179,6 +183,10 @@ impl Snapshot {
             trials,
             episodes,
             infra_errors,
+            external: manifest
+                .config_resolved
+                .get("harness")
+                .is_some_and(|h| !h.is_null()),
         })
     }
 
