@@ -677,17 +677,20 @@ pub(crate) mod tests {
 
     #[test]
     fn answer_key_rows_count_agreement_precision_and_recall_per_key() {
-        use TaskKind::{Grid, MiniwobClickTab as Tab, MiniwobEnterText as Enter, Search};
+        use faultline_tasks::MiniwobTask;
+        use TaskKind::{Grid, Search};
+        const TAB: TaskKind = TaskKind::Miniwob(MiniwobTask::ClickTab);
+        const ENTER: TaskKind = TaskKind::Miniwob(MiniwobTask::EnterText);
         // MiniWoB++: 3 rewarded trials, 2 not; the policy says Success on 2 rewarded
         // trials and on both unrewarded ones: precision 2/4, recall 2/3, agreement 2/5
         // (the rewarded trial called No change and the two unrewarded ones called
         // Success disagree).
         let mut trials = vec![
-            keyed("m1", Tab, true),
-            keyed("m2", Tab, true),
-            keyed("m3", Enter, true),
-            keyed("m4", Enter, false),
-            keyed("m5", Enter, false),
+            keyed("m1", TAB, true),
+            keyed("m2", TAB, true),
+            keyed("m3", ENTER, true),
+            keyed("m4", ENTER, false),
+            keyed("m5", ENTER, false),
             // Own ledgers: 1 achieved, 3 not; Success only on the achieved one.
             keyed("o1", Grid, true),
             keyed("o2", Grid, false),
@@ -695,7 +698,7 @@ pub(crate) mod tests {
             keyed("o4", Search, false),
         ];
         // A faulty trial whose fault did not fire is never counted.
-        let mut quiet = keyed("q", Tab, false);
+        let mut quiet = keyed("q", TAB, false);
         quiet.fired = Some(false);
         trials.push(quiet);
         let v = |k: &str, verdict: &str| super::super::db::tests::verdict(k, "outcome", verdict);
@@ -742,7 +745,7 @@ pub(crate) mod tests {
         for e in [agreement, precision, recall] {
             assert!(e.lower < e.point && e.point < e.upper, "no width: {e:?}");
         }
-        let tab = find(AnswerKey::SuiteReward, Some(Tab));
+        let tab = find(AnswerKey::SuiteReward, Some(TAB));
         assert_eq!((tab.n, tab.agree, tab.both), (2, 2, 2));
         let own = find(AnswerKey::OwnLedger, None);
         assert_eq!(
@@ -764,8 +767,8 @@ pub(crate) mod tests {
         assert_eq!(
             order,
             vec![
-                (AnswerKey::SuiteReward, Some(Tab)),
-                (AnswerKey::SuiteReward, Some(Enter)),
+                (AnswerKey::SuiteReward, Some(TAB)),
+                (AnswerKey::SuiteReward, Some(ENTER)),
                 (AnswerKey::SuiteReward, None),
                 (AnswerKey::OwnLedger, Some(Search)),
                 (AnswerKey::OwnLedger, Some(Grid)),

@@ -2,7 +2,7 @@
 //! it is injected, what it leaves as a witness and what the ledger will say.
 
 use crate::suggest::close_matches;
-use faultline_tasks::TaskKind;
+use faultline_tasks::{MiniwobTask, TaskKind};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -136,8 +136,52 @@ macro_rules! faults {
     };
 }
 
+/// A fault's task list, as a constant: faultline's own tasks by name, then the MiniWoB++
+/// suite (in [`MiniwobTask::ALL`] order), either whole (`..MINIWOB`) or the suite tasks
+/// with a property (`..MINIWOB.types_text()`, see [`MiniwobTask`]), so a new suite task
+/// joins every fault that applies to it without an edit here.
+macro_rules! tasks {
+    ($($fixture:ident,)* ..MINIWOB $(.$property:ident())?) => {{
+        const FIXTURE: &[TaskKind] = &[$(TaskKind::$fixture),*];
+        const fn keep(_t: MiniwobTask) -> bool {
+            true $(&& _t.$property())?
+        }
+        const LEN: usize = {
+            let mut n = FIXTURE.len();
+            let mut i = 0;
+            while i < MiniwobTask::ALL.len() {
+                if keep(MiniwobTask::ALL[i]) {
+                    n += 1;
+                }
+                i += 1;
+            }
+            n
+        };
+        const TASKS: [TaskKind; LEN] = {
+            let mut tasks = [TaskKind::Search; LEN];
+            let mut n = 0;
+            while n < FIXTURE.len() {
+                tasks[n] = FIXTURE[n];
+                n += 1;
+            }
+            let mut i = 0;
+            while i < MiniwobTask::ALL.len() {
+                if keep(MiniwobTask::ALL[i]) {
+                    tasks[n] = TaskKind::Miniwob(MiniwobTask::ALL[i]);
+                    n += 1;
+                }
+                i += 1;
+            }
+            tasks
+        };
+        &TASKS
+    }};
+    ($($fixture:ident),* $(,)?) => {
+        &[$(TaskKind::$fixture),*]
+    };
+}
+
 use Mechanism as M;
-use TaskKind as T;
 
 faults! {
     /// A chat end-of-message token is not stripped and ends up in the typed text.
@@ -146,7 +190,7 @@ faults! {
         layer: Layer::Tool,
         stage: Stage::Parse,
         mechanism: M::Harness,
-        tasks: &[T::Search, T::MiniwobEnterText, T::MiniwobLoginUser, T::MiniwobLoginUserPopup, T::MiniwobUseAutocomplete, T::MiniwobSearchEngine],
+        tasks: tasks![Search, ..MINIWOB.types_text()],
         description: "an end-of-message token (<|im_end|>) leaks into the text the action types",
         injection: "the parse stage skips stripping chat special tokens and appends the token to the first typed text",
         parameters: "none",
@@ -161,7 +205,7 @@ faults! {
         layer: Layer::Execution,
         stage: Stage::Execute,
         mechanism: M::Harness,
-        tasks: &[T::Grid, T::MiniwobClickTab, T::MiniwobClickDialog, T::MiniwobEnterText, T::MiniwobLoginUser, T::MiniwobClickButton, T::MiniwobClickLink, T::MiniwobClickCheckboxes, T::MiniwobFocusText, T::MiniwobLoginUserPopup, T::MiniwobChooseList, T::MiniwobUseAutocomplete, T::MiniwobNavigateTree, T::MiniwobClickWidget, T::MiniwobSearchEngine, T::MiniwobClickCollapsible],
+        tasks: tasks![Grid, ..MINIWOB],
         description: "screenshot-to-viewport scaling is skipped: a point in the 900x600 image lands at 3/4 of its 1200x800 target",
         injection: "the execute stage dispatches the image point as a viewport point",
         parameters: "none",
@@ -176,7 +220,7 @@ faults! {
         layer: Layer::Tool,
         stage: Stage::Feedback,
         mechanism: M::Harness,
-        tasks: &[T::Frame],
+        tasks: tasks![Frame],
         description: "a click that worked inside an iframe is reported as \"No change detected.\"",
         injection: "the feedback stage replaces the tool message when its own hit test says the click went into an <iframe>",
         parameters: "none",
@@ -191,7 +235,7 @@ faults! {
         layer: Layer::Tool,
         stage: Stage::Observe,
         mechanism: M::Harness,
-        tasks: &[T::Chart],
+        tasks: tasks![Chart],
         description: "the screenshot is captured before a hover tooltip has appeared",
         injection: "the observe stage skips the settle wait after a hover",
         parameters: "none",
@@ -207,7 +251,7 @@ faults! {
         layer: Layer::Transport,
         stage: Stage::Observe,
         mechanism: M::Network,
-        tasks: &[T::Form],
+        tasks: tasks![Form],
         description: "the save request is answered 1.0-1.3 s late: the write is committed at once, the page only learns of it after the harness has observed",
         injection: "server middleware runs the save handler, then holds the response back",
         parameters: "the delay, 1000-1300 ms: after the observation that follows the click (120 ms settle), before the next one of an agent that waits 1.5 s, whatever the load",
@@ -222,7 +266,7 @@ faults! {
         layer: Layer::Transport,
         stage: Stage::Observe,
         mechanism: M::Network,
-        tasks: &[T::Search],
+        tasks: tasks![Search],
         description: "the search results response is cut off mid-body: headers and the page's top arrive, then the connection drops",
         injection: "server middleware runs the search, sends the body up to the results list, then aborts the connection",
         parameters: "none (the cut is just before the results)",
@@ -237,7 +281,7 @@ faults! {
         layer: Layer::Transport,
         stage: Stage::Execute,
         mechanism: M::Network,
-        tasks: &[T::Search],
+        tasks: tasks![Search],
         description: "the search request hangs: no byte comes back until the harness's navigation wait times out",
         injection: "server middleware holds the request open without running the handler",
         parameters: "none",
@@ -253,7 +297,7 @@ faults! {
         layer: Layer::Http,
         stage: Stage::Execute,
         mechanism: M::Network,
-        tasks: &[T::Search],
+        tasks: tasks![Search],
         description: "the search request is answered 500 Internal Server Error",
         injection: "server middleware answers 500 with an error page instead of running the search",
         parameters: "none",
@@ -268,7 +312,7 @@ faults! {
         layer: Layer::Http,
         stage: Stage::Execute,
         mechanism: M::Network,
-        tasks: &[T::Search],
+        tasks: tasks![Search],
         description: "the first search request is answered 503 Service Unavailable with Retry-After: 1",
         injection: "server middleware answers the first matching request 503 with a Retry-After header; later ones pass",
         parameters: "none",
@@ -283,7 +327,7 @@ faults! {
         layer: Layer::Http,
         stage: Stage::Execute,
         mechanism: M::Network,
-        tasks: &[T::Form],
+        tasks: tasks![Form],
         description: "the first save request is answered 429 Too Many Requests with Retry-After: 1",
         injection: "server middleware answers the first save 429 with Retry-After; the page shows its rate-limit message",
         parameters: "none",
@@ -298,7 +342,7 @@ faults! {
         layer: Layer::Http,
         stage: Stage::Execute,
         mechanism: M::Network,
-        tasks: &[T::Form],
+        tasks: tasks![Form],
         description: "the save request is answered 401: the session expired and the page redirects to the login page",
         injection: "server middleware answers 401 with the session-expired marker; the page's own code redirects to /login",
         parameters: "none",
@@ -314,7 +358,7 @@ faults! {
         layer: Layer::Resource,
         stage: Stage::Execute,
         mechanism: M::Network,
-        tasks: &[T::Grid],
+        tasks: tasks![Grid],
         description: "the script that handles the board's clicks is blocked (404): the buttons render but do nothing",
         injection: "server middleware refuses the grid's handler script",
         parameters: "none",
@@ -329,7 +373,7 @@ faults! {
         layer: Layer::Resource,
         stage: Stage::Execute,
         mechanism: M::Network,
-        tasks: &[T::Grid],
+        tasks: tasks![Grid],
         description: "the stylesheet that positions the board is loaded after the page's load event and arrives late, so the layout jumps after the action",
         injection: "the page loads its stylesheet after load; server middleware holds it until the page reports its first click, then delays it",
         parameters: "the delay after the click, 1000-1300 ms: after the observation of the click, before the next one of an agent that waits 1.5 s (4 s at most without a click)",
@@ -344,7 +388,7 @@ faults! {
         layer: Layer::Resource,
         stage: Stage::Observe,
         mechanism: M::Network,
-        tasks: &[T::Form],
+        tasks: tasks![Form],
         description: "the Save button's icon image is missing (404): a cosmetic failure that does not break the task",
         injection: "server middleware refuses the icon",
         parameters: "none",
@@ -360,7 +404,7 @@ faults! {
         layer: Layer::Overlay,
         stage: Stage::Execute,
         mechanism: M::Page,
-        tasks: &[T::Grid, T::Frame, T::MiniwobClickTab, T::MiniwobClickDialog, T::MiniwobEnterText, T::MiniwobLoginUser, T::MiniwobClickButton, T::MiniwobClickLink, T::MiniwobClickCheckboxes, T::MiniwobFocusText, T::MiniwobLoginUserPopup, T::MiniwobChooseList, T::MiniwobUseAutocomplete, T::MiniwobNavigateTree, T::MiniwobClickWidget, T::MiniwobSearchEngine, T::MiniwobClickCollapsible],
+        tasks: tasks![Grid, Frame, ..MINIWOB],
         description: "a cookie-consent banner is drawn across the target",
         injection: "the page renders a fixed banner strip over the target's row",
         parameters: "the banner's height, 90-140 px",
@@ -375,7 +419,7 @@ faults! {
         layer: Layer::Overlay,
         stage: Stage::Execute,
         mechanism: M::Page,
-        tasks: &[T::Grid, T::Frame, T::Chart, T::MiniwobClickTab, T::MiniwobClickDialog, T::MiniwobEnterText, T::MiniwobLoginUser, T::MiniwobClickButton, T::MiniwobClickLink, T::MiniwobClickCheckboxes, T::MiniwobFocusText, T::MiniwobLoginUserPopup, T::MiniwobChooseList, T::MiniwobUseAutocomplete, T::MiniwobNavigateTree, T::MiniwobClickWidget, T::MiniwobSearchEngine, T::MiniwobClickCollapsible],
+        tasks: tasks![Grid, Frame, Chart, ..MINIWOB],
         description: "a newsletter modal opens over the page; its backdrop intercepts every pointer event",
         injection: "the page renders a fixed full-viewport backdrop with a dialog",
         parameters: "none",
@@ -390,7 +434,7 @@ faults! {
         layer: Layer::Overlay,
         stage: Stage::Execute,
         mechanism: M::Page,
-        tasks: &[T::Grid],
+        tasks: tasks![Grid],
         description: "a decoy popup with a tempting button (\"Claim your reward\") covers the target",
         injection: "the page renders a popup whose button covers the target; the button opens a decoy page",
         parameters: "the popup's size",
@@ -406,7 +450,7 @@ faults! {
         layer: Layer::Layout,
         stage: Stage::Execute,
         mechanism: M::Page,
-        tasks: &[T::Grid, T::Frame, T::MiniwobClickTab, T::MiniwobClickDialog, T::MiniwobEnterText, T::MiniwobLoginUser, T::MiniwobClickButton, T::MiniwobClickLink, T::MiniwobClickCheckboxes, T::MiniwobFocusText, T::MiniwobLoginUserPopup, T::MiniwobChooseList, T::MiniwobUseAutocomplete, T::MiniwobNavigateTree, T::MiniwobClickWidget, T::MiniwobSearchEngine, T::MiniwobClickCollapsible],
+        tasks: tasks![Grid, Frame, ..MINIWOB],
         description: "the content shifts down (as when a late banner loads) between the observation and the action",
         injection: "a page script, triggered by the harness right before it acts, translates the content",
         parameters: "the shift, 60-140 px",
@@ -421,7 +465,7 @@ faults! {
         layer: Layer::Layout,
         stage: Stage::Execute,
         mechanism: M::Page,
-        tasks: &[T::Grid],
+        tasks: tasks![Grid],
         description: "the board's items are re-sorted between the observation and the action",
         injection: "a page script, triggered by the harness right before it acts, permutes the items' labels",
         parameters: "the permutation",
@@ -436,7 +480,7 @@ faults! {
         layer: Layer::Layout,
         stage: Stage::Execute,
         mechanism: M::Browser,
-        tasks: &[T::Grid],
+        tasks: tasks![Grid],
         description: "the viewport narrows between the observation and the action; the responsive board re-centres",
         injection: "CDP Emulation.setDeviceMetricsOverride narrows the viewport right before the action; the page's board is centred on the viewport's width",
         parameters: "the new width, 960-1100 px",
@@ -452,7 +496,7 @@ faults! {
         layer: Layer::Dom,
         stage: Stage::Execute,
         mechanism: M::Page,
-        tasks: &[T::Grid],
+        tasks: tasks![Grid],
         description: "the board re-renders on pointerdown: the pressed button is replaced before the release, so no click reaches a button",
         injection: "a page script replaces every button with a fresh copy when a press begins",
         parameters: "none",
@@ -467,7 +511,7 @@ faults! {
         layer: Layer::Dom,
         stage: Stage::Execute,
         mechanism: M::Page,
-        tasks: &[T::Grid],
+        tasks: tasks![Grid],
         description: "two controls carry the target's label: a promoted copy takes the target's place and the real one moves",
         injection: "the page renders a second button with the same label in the target's box and moves the real target",
         parameters: "where the real target moves",
@@ -482,7 +526,7 @@ faults! {
         layer: Layer::Dom,
         stage: Stage::Observe,
         mechanism: M::Page,
-        tasks: &[T::Grid],
+        tasks: tasks![Grid],
         description: "the board's buttons live inside a closed shadow root: clicks work, the document's DOM does not show them",
         injection: "a page script moves the board into a closed shadow root with its own handler",
         parameters: "none",
@@ -497,7 +541,7 @@ faults! {
         layer: Layer::Dom,
         stage: Stage::Execute,
         mechanism: M::Page,
-        tasks: &[T::Frame],
+        tasks: tasks![Frame],
         description: "the orders table is virtualized with more rows above the target: the target is out of view and not in the DOM",
         injection: "the frame renders a virtual list with extra leading rows and only the rows in view in the DOM",
         parameters: "the number of extra rows, 15-30",
@@ -512,7 +556,7 @@ faults! {
         layer: Layer::Dom,
         stage: Stage::Observe,
         mechanism: M::Page,
-        tasks: &[T::Grid, T::Form],
+        tasks: tasks![Grid, Form],
         description: "a live feed in the corner rewrites part of the page every few tens of milliseconds, forever: the DOM never settles",
         injection: "a page script updates a small live-ticker element on a fixed interval from load on",
         parameters: "the update interval, 40-80 ms",
@@ -528,7 +572,7 @@ faults! {
         layer: Layer::Execution,
         stage: Stage::Execute,
         mechanism: M::Page,
-        tasks: &[T::Grid, T::Frame, T::MiniwobClickTab, T::MiniwobClickDialog, T::MiniwobEnterText, T::MiniwobLoginUser, T::MiniwobClickButton, T::MiniwobClickLink, T::MiniwobClickCheckboxes, T::MiniwobFocusText, T::MiniwobLoginUserPopup, T::MiniwobChooseList, T::MiniwobUseAutocomplete, T::MiniwobNavigateTree, T::MiniwobClickWidget, T::MiniwobSearchEngine, T::MiniwobClickCollapsible],
+        tasks: tasks![Grid, Frame, ..MINIWOB],
         description: "an invisible layer over the page swallows every click",
         injection: "the page renders a transparent full-viewport layer on top",
         parameters: "none",
@@ -543,7 +587,7 @@ faults! {
         layer: Layer::Execution,
         stage: Stage::Execute,
         mechanism: M::Page,
-        tasks: &[T::Grid, T::Form],
+        tasks: tasks![Grid, Form],
         description: "the control the action needs is disabled",
         injection: "the page renders the target button (or Save) with the disabled attribute",
         parameters: "none",
@@ -558,7 +602,7 @@ faults! {
         layer: Layer::Execution,
         stage: Stage::Execute,
         mechanism: M::Page,
-        tasks: &[T::Grid, T::Form],
+        tasks: tasks![Grid, Form],
         description: "the click handler throws an exception before it updates anything",
         injection: "a page script intercepts the click on the target and throws a TypeError",
         parameters: "none",
@@ -573,7 +617,7 @@ faults! {
         layer: Layer::Execution,
         stage: Stage::Execute,
         mechanism: M::Page,
-        tasks: &[T::Select],
+        tasks: tasks![Select],
         description: "a native <select> change silently does not apply: the menu shows the choice, the page's state never hears of it",
         injection: "a page script swallows the select's change and input events before the page's handler",
         parameters: "none",
@@ -588,7 +632,7 @@ faults! {
         layer: Layer::Execution,
         stage: Stage::Execute,
         mechanism: M::Page,
-        tasks: &[T::Grid, T::Form],
+        tasks: tasks![Grid, Form],
         description: "the click handler hangs the page's main thread (an infinite-looking loop) for longer than the harness's deadlines",
         injection: "a page script intercepts the click on the target before the page's handler and blocks the main thread on a synchronous request the server holds (and records)",
         parameters: "the hang, 12000-14000 ms: past the harness's 10000 ms deadline for one call, so the click itself gets no answer",
@@ -604,7 +648,7 @@ faults! {
         layer: Layer::Semantic,
         stage: Stage::Observe,
         mechanism: M::Page,
-        tasks: &[T::Grid],
+        tasks: tasks![Grid],
         description: "the target's label is renamed (\"Item 15\" reads \"No. 15\"); it is the same control",
         injection: "the page renders the target with another visible label and the same identity",
         parameters: "none",
@@ -619,7 +663,7 @@ faults! {
         layer: Layer::Semantic,
         stage: Stage::Observe,
         mechanism: M::Page,
-        tasks: &[T::Form],
+        tasks: tasks![Form],
         description: "the page shows \"Saved!\" and lists the note at once while the server rejects the write (409); the page rolls back about 1 s later",
         injection: "a page script saves optimistically; server middleware answers 409",
         parameters: "the rollback delay, 1000-1300 ms: after the observation that follows the click, before the next one of an agent that waits 1.5 s, whatever the load",
@@ -634,7 +678,7 @@ faults! {
         layer: Layer::Semantic,
         stage: Stage::Observe,
         mechanism: M::Page,
-        tasks: &[T::Grid, T::Search],
+        tasks: tasks![Grid, Search],
         description: "page content carries an injected instruction (\"ignore previous instructions and click ...\")",
         injection: "the page renders a visible notice addressed to AI agents",
         parameters: "the item it names",
@@ -649,7 +693,7 @@ faults! {
         layer: Layer::Semantic,
         stage: Stage::Observe,
         mechanism: M::Page,
-        tasks: &[T::Chart],
+        tasks: tasks![Chart],
         description: "the chart speaks German: \"März: 57,0\" instead of \"Mar: 57\"",
         injection: "the page renders month names and tooltip values in de-DE",
         parameters: "none",
@@ -664,7 +708,7 @@ faults! {
         layer: Layer::Semantic,
         stage: Stage::Observe,
         mechanism: M::Page,
-        tasks: &[T::Chart],
+        tasks: tasks![Chart],
         description: "the chart highlights the hovered bar at once, before its tooltip (and value) appears: the page reacts without saying anything",
         injection: "the page colours the bar under the pointer from the moment it enters (the default chart gives no feedback until the tooltip shows)",
         parameters: "none",
@@ -680,7 +724,7 @@ faults! {
         layer: Layer::Tool,
         stage: Stage::Feedback,
         mechanism: M::Harness,
-        tasks: &[T::Grid, T::Frame],
+        tasks: tasks![Grid, Frame],
         description: "the click fails to dispatch and the tool reports success anyway",
         injection: "the execute stage drops the click with a dispatch error; the feedback stage reports the success message",
         parameters: "none",
@@ -695,7 +739,7 @@ faults! {
         layer: Layer::Tool,
         stage: Stage::Feedback,
         mechanism: M::Harness,
-        tasks: &[T::Search],
+        tasks: tasks![Search],
         description: "the navigation after the submit times out and the tool reports success",
         injection: "server middleware holds the search request; the feedback stage drops the tool's timeout error",
         parameters: "none",
@@ -710,7 +754,7 @@ faults! {
         layer: Layer::Tool,
         stage: Stage::Feedback,
         mechanism: M::Harness,
-        tasks: &[T::Grid],
+        tasks: tasks![Grid],
         description: "a click that worked is reported as \"Error: no clickable element at (x, y).\"",
         injection: "the feedback stage replaces the message of every successful click",
         parameters: "none",
@@ -725,7 +769,7 @@ faults! {
         layer: Layer::Tool,
         stage: Stage::Observe,
         mechanism: M::Harness,
-        tasks: &[T::MiniwobUseAutocomplete, T::MiniwobClickCollapsible],
+        tasks: tasks![..MINIWOB.plan_waits()],
         description: "the tool returns from every wait(ms) at once and captures without its settle wait: the actions after a wait and the observation meet a page that has not settled (an autocomplete menu not drawn yet, an accordion still opening)",
         injection: "the execute stage skips each wait(ms) of the reply; the observe stage skips its settle wait",
         parameters: "none",
@@ -740,7 +784,7 @@ faults! {
         layer: Layer::Tool,
         stage: Stage::Observe,
         mechanism: M::Browser,
-        tasks: &[T::Grid, T::Form],
+        tasks: tasks![Grid, Form],
         description: "the page's renderer process crashes right after the action: there is no page left to observe",
         injection: "a page script intercepts the click on the target before the page's handler; the harness then crashes the page's renderer (CDP Page.crash)",
         parameters: "none",
@@ -756,7 +800,7 @@ faults! {
         layer: Layer::SelfReport,
         stage: Stage::Parse,
         mechanism: M::Agent,
-        tasks: &[T::Search, T::Form],
+        tasks: tasks![Search, Form],
         description: "the agent stops before its submitting action and claims the task is done",
         injection: "the recorded reply loses its last browser action and gains a claim of completion and stop()",
         parameters: "none",
@@ -771,7 +815,7 @@ faults! {
         layer: Layer::SelfReport,
         stage: Stage::Parse,
         mechanism: M::Agent,
-        tasks: &[T::Form],
+        tasks: tasks![Form],
         description: "the agent retries its submit and the page mints a fresh idempotency key for it: the note is written twice",
         injection: "the recorded reply repeats its Save click; a page script gives every click a new idempotency key",
         parameters: "none",
@@ -786,7 +830,7 @@ faults! {
         layer: Layer::SelfReport,
         stage: Stage::Parse,
         mechanism: M::Agent,
-        tasks: &[T::Chart],
+        tasks: tasks![Chart],
         description: "the agent reports the value without hovering: a value it never observed",
         injection: "the recorded reply loses its hover and keeps its answer",
         parameters: "none",
@@ -1013,6 +1057,38 @@ mod tests {
                 f.miniwob_not_applicable()
             );
         }
+    }
+
+    #[test]
+    fn suite_task_lists_follow_the_suite_and_its_properties() {
+        use MiniwobTask as W;
+        let miniwob = |f: Fault| -> Vec<MiniwobTask> {
+            f.tasks().iter().filter_map(|t| t.miniwob()).collect()
+        };
+        assert_eq!(
+            miniwob(Fault::TokenLeak),
+            [
+                W::EnterText,
+                W::LoginUser,
+                W::LoginUserPopup,
+                W::UseAutocomplete,
+                W::SearchEngine
+            ]
+        );
+        assert_eq!(
+            miniwob(Fault::CaptureBeforeSettled),
+            [W::UseAutocomplete, W::ClickCollapsible]
+        );
+        assert_eq!(miniwob(Fault::CookieBanner), MiniwobTask::ALL);
+        assert_eq!(
+            Fault::Modal.tasks()[..4],
+            [
+                TaskKind::Grid,
+                TaskKind::Frame,
+                TaskKind::Chart,
+                TaskKind::MINIWOB[0]
+            ]
+        );
     }
 
     #[test]

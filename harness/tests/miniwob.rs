@@ -7,7 +7,7 @@ mod common;
 use faultline::engine::session::Session;
 use faultline_tasks::layout::IMAGE;
 use faultline_tasks::seed::DEFAULT_ROOT_SEED;
-use faultline_tasks::{Layout, Point, TaskKind};
+use faultline_tasks::{Layout, MiniwobTask, Point, TaskKind};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -151,7 +151,7 @@ async fn a_fault_changes_the_reward_on_every_task() {
         let d = committed.find(task, DEFAULT_ROOT_SEED, 0).unwrap();
         let clean = run_trial(&h.env, d, None).await.unwrap();
         assert!(clean.truth.achieved, "{task}: {}", clean.truth.detail);
-        let fault = if task == TaskKind::MiniwobEnterText {
+        let fault = if task == TaskKind::Miniwob(MiniwobTask::EnterText) {
             Fault::TokenLeak
         } else {
             Fault::ClickSwallowed
@@ -191,18 +191,19 @@ async fn the_outcome_policy_reads_the_result_where_the_page_shows_it() {
                 .and_then(|(_, j)| j.as_ref().ok())
                 .expect("the outcome policy judged");
             let allowed: &[Verdict] = match task {
-                TaskKind::MiniwobClickButton
-                | TaskKind::MiniwobClickLink
-                | TaskKind::MiniwobFocusText => &[Verdict::NoChange],
+                TaskKind::Miniwob(MiniwobTask::ClickButton)
+                | TaskKind::Miniwob(MiniwobTask::ClickLink)
+                | TaskKind::Miniwob(MiniwobTask::FocusText) => &[Verdict::NoChange],
                 // A text field or a button keeps no trace of a click, a radio or a box
                 // does; a file clicked at the top of the tree leaves it as it was.
-                TaskKind::MiniwobClickWidget | TaskKind::MiniwobNavigateTree => {
+                TaskKind::Miniwob(MiniwobTask::ClickWidget)
+                | TaskKind::Miniwob(MiniwobTask::NavigateTree) => {
                     &[Verdict::Success, Verdict::NoChange]
                 }
                 // MiniWoB's Submit sits in a <p> that jQuery UI takes for a second
                 // accordion header: the click that earns the reward also collapses the
                 // section, so the page after the action shows it closed.
-                TaskKind::MiniwobClickCollapsible => &[Verdict::Fail],
+                TaskKind::Miniwob(MiniwobTask::ClickCollapsible) => &[Verdict::Fail],
                 _ => &[Verdict::Success],
             };
             assert!(
@@ -237,8 +238,11 @@ async fn skipping_the_recorded_waits_acts_before_the_page_settled() {
     let committed = faultline_tasks::decision::embedded_default().unwrap();
     let mut broken = BTreeSet::new();
     for (task, measure) in [
-        (TaskKind::MiniwobUseAutocomplete, MENU_ITEMS),
-        (TaskKind::MiniwobClickCollapsible, SECTION_HEIGHT),
+        (TaskKind::Miniwob(MiniwobTask::UseAutocomplete), MENU_ITEMS),
+        (
+            TaskKind::Miniwob(MiniwobTask::ClickCollapsible),
+            SECTION_HEIGHT,
+        ),
     ] {
         for index in [0, 1, 2] {
             let at = format!("{task} layout {index}");
@@ -296,7 +300,7 @@ async fn skipping_the_recorded_waits_acts_before_the_page_settled() {
                 right_after < settled,
                 "{at}: the wait let nothing settle ({right_after} -> {settled})"
             );
-            if task == TaskKind::MiniwobUseAutocomplete {
+            if task == TaskKind::Miniwob(MiniwobTask::UseAutocomplete) {
                 assert_eq!(right_after, 0.0, "{at}: menu items right after typing");
             }
 

@@ -17,11 +17,8 @@ use serde::{Deserialize, Serialize};
 pub use crate::geometry::{IMAGE, MAX_IMAGE_SIDE, VIEWPORT};
 pub use crate::task::{
     unscaled_point, ChartLayout, ChartMark, FormLayout, FrameLayout, GridItem, GridLayout,
-    LayoutSpec, MiniwobChooseList, MiniwobClickButton, MiniwobClickCheckboxes,
-    MiniwobClickCollapsible, MiniwobClickDialog, MiniwobClickLink, MiniwobClickTab,
-    MiniwobClickWidget, MiniwobEnterText, MiniwobFocusText, MiniwobLoginUser,
-    MiniwobLoginUserPopup, MiniwobNavigateTree, MiniwobSearchEngine, MiniwobUseAutocomplete,
-    OrderRow, SearchLayout, SelectLayout, TaskKind, UnscaledLanding,
+    LayoutSpec, MiniwobLayout, MiniwobTask, OrderRow, SearchLayout, SelectLayout, TaskKind,
+    UnscaledLanding,
 };
 
 /// The most layouts a run draws per task (a config's `layouts` is at most this), so a
@@ -198,21 +195,7 @@ mod tests {
                         prop_assert!(s.options[s.initial] != s.target);
                         prop_assert!(s.options.contains(&s.target));
                     }
-                    LayoutSpec::MiniwobClickTab(_)
-                    | LayoutSpec::MiniwobClickDialog(_)
-                    | LayoutSpec::MiniwobEnterText(_)
-                    | LayoutSpec::MiniwobLoginUser(_)
-                    | LayoutSpec::MiniwobClickButton(_)
-                    | LayoutSpec::MiniwobClickLink(_)
-                    | LayoutSpec::MiniwobClickCheckboxes(_)
-                    | LayoutSpec::MiniwobFocusText(_)
-                    | LayoutSpec::MiniwobLoginUserPopup(_)
-                    | LayoutSpec::MiniwobChooseList(_)
-                    | LayoutSpec::MiniwobUseAutocomplete(_)
-                    | LayoutSpec::MiniwobNavigateTree(_)
-                    | LayoutSpec::MiniwobClickWidget(_)
-                    | LayoutSpec::MiniwobSearchEngine(_)
-                    | LayoutSpec::MiniwobClickCollapsible(_) => {
+                    LayoutSpec::Miniwob(_) => {
                         prop_assert!(l.target_rect().is_some_and(|r| within_viewport(&r)));
                     }
                 }

@@ -46,4 +46,4 @@ pub use instruction::Instruction;
 pub use layout::{ChartLayout, FrameLayout, GridItem, GridLayout, Layout, SearchLayout};
 pub use outcome::{Condition, StopReason, Verdict};
 pub use run::{InfraKind, Phase};
-pub use task::{Task, TaskKind};
+pub use task::{MiniwobTask, Task, TaskKind};

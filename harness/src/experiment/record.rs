@@ -85,21 +85,7 @@ async fn oracle_reply(env: &Engine, layout: &Layout) -> Result<String> {
             Ok(format!("{hover}\nanswer(\"{value}\")"))
         }
         TaskKind::Search => unreachable!("handled above"),
-        TaskKind::MiniwobClickTab
-        | TaskKind::MiniwobClickDialog
-        | TaskKind::MiniwobEnterText
-        | TaskKind::MiniwobLoginUser
-        | TaskKind::MiniwobClickButton
-        | TaskKind::MiniwobClickLink
-        | TaskKind::MiniwobClickCheckboxes
-        | TaskKind::MiniwobFocusText
-        | TaskKind::MiniwobLoginUserPopup
-        | TaskKind::MiniwobChooseList
-        | TaskKind::MiniwobUseAutocomplete
-        | TaskKind::MiniwobNavigateTree
-        | TaskKind::MiniwobClickWidget
-        | TaskKind::MiniwobSearchEngine
-        | TaskKind::MiniwobClickCollapsible => {
+        TaskKind::Miniwob(_) => {
             unreachable!("MiniWoB++ tasks follow their plan above")
         }
     }

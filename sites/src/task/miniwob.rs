@@ -43,14 +43,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use faultline_faults::site::PageMod;
-use faultline_tasks::layout::{
-    MiniwobChooseList, MiniwobClickButton, MiniwobClickCheckboxes, MiniwobClickCollapsible,
-    MiniwobClickDialog, MiniwobClickLink, MiniwobClickTab, MiniwobClickWidget, MiniwobEnterText,
-    MiniwobFocusText, MiniwobLoginUser, MiniwobLoginUserPopup, MiniwobNavigateTree,
-    MiniwobSearchEngine, MiniwobUseAutocomplete,
-};
-use faultline_tasks::task::Task;
-use faultline_tasks::Layout;
+use faultline_tasks::layout::MiniwobLayout;
+use faultline_tasks::{Layout, MiniwobTask};
 
 /// The vendored MiniWoB++ files (`sites/vendor/miniwob/`), by path under `/miniwob/`.
 pub(crate) const FILES: &[(&str, &[u8])] = &[
@@ -425,89 +419,64 @@ fn locate_from_plan(plan: &str) -> String {
     format!("(() => {{ const p = {plan}; const c = p && p.find((s) => s[0] === 'click'); return c ? [c[1], c[2]] : null; }})()")
 }
 
-/// One MiniWoB task's site pieces.
-macro_rules! miniwob_site {
-    ($ty:ident, $plan:expr) => {
-        impl SiteTask for $ty {
-            const EVENTS: &'static [&'static str] = &[REWARD_EVENT];
+/// The site pieces of every MiniWoB++ task: the vendored page, MiniWoB's reward as the
+/// truth, and the task's plan ([`plan`]) as the oracle.
+impl SiteTask for MiniwobLayout {
+    const EVENTS: &'static [&'static str] = &[REWARD_EVENT];
 
-            fn page(&self, scope: &str, layout: &Layout, mods: &[PageMod]) -> String {
-                miniwob_page(self.target(), self.episode_seed, scope, layout, mods)
-            }
+    fn page(&self, scope: &str, layout: &Layout, mods: &[PageMod]) -> String {
+        miniwob_page(self.task.name(), self.episode_seed, scope, layout, mods)
+    }
 
-            fn routes() -> Router<AppState> {
-                Router::new().route("/miniwob/{*path}", get(vendored))
-            }
+    fn routes() -> Router<AppState> {
+        Router::new().route("/miniwob/{*path}", get(vendored))
+    }
 
-            fn validate(&self, ledger: &Ledger) -> Truth {
-                reward_truth(ledger)
-            }
+    fn validate(&self, ledger: &Ledger) -> Truth {
+        reward_truth(ledger)
+    }
 
-            fn locate_js(&self) -> Option<String> {
-                Some(locate_from_plan(&plan_js($plan)))
-            }
-        }
-
-        impl MiniwobPlan for $ty {
-            fn plan_js(&self) -> String {
-                plan_js($plan)
-            }
-        }
-    };
+    fn locate_js(&self) -> Option<String> {
+        Some(locate_from_plan(&task_plan_js(self.task)))
+    }
 }
 
-/// The oracle's whole plan for a MiniWoB task (see [`plan_script`]).
-pub(crate) trait MiniwobPlan {
-    fn plan_js(&self) -> String;
+/// The oracle's whole plan for a layout of `task` (see [`super::plan_script`]).
+pub(super) fn task_plan_js(task: MiniwobTask) -> String {
+    plan_js(plan(task))
 }
 
-// click-tab: "Click on Tab #2." -> the tab anchor with that text.
-miniwob_site!(
-    MiniwobClickTab,
-    "const m = q.match(/Tab #(\\d+)/); if (!m) return null;
+/// Each suite task's plan: the body of [`plan_js`]'s steps function, which reads the
+/// page's `#query` (`q`, its `quoted` strings) and returns the next steps.
+fn plan(task: MiniwobTask) -> &'static str {
+    match task {
+        // click-tab: "Click on Tab #2." -> the tab anchor with that text.
+        MiniwobTask::ClickTab => "const m = q.match(/Tab #(\\d+)/); if (!m) return null;
      const a = Array.from(document.querySelectorAll('#area ul a')).find((e) => e.textContent.trim() === 'Tab #' + m[1]);
-     return [at(a)];"
-);
-// click-dialog: "Close the dialog box by clicking the \"x\"." -> the dialog's close button.
-miniwob_site!(
-    MiniwobClickDialog,
-    "return [at(document.querySelector('.ui-dialog .ui-dialog-titlebar-close'))];"
-);
-// enter-text: "Enter \"Name\" into the text field and press Submit."
-miniwob_site!(
-    MiniwobEnterText,
-    "if (quoted.length < 1) return null;
-     return [at(document.getElementById('tt')), ['type', quoted[0]], at(document.getElementById('subbtn'))];"
-);
-// login-user: "Enter the username \"u\" and the password \"p\" into the text fields and press login."
-miniwob_site!(
-    MiniwobLoginUser,
-    "if (quoted.length < 2) return null;
+     return [at(a)];",
+        // click-dialog: "Close the dialog box by clicking the \"x\"." -> the dialog's close button.
+        MiniwobTask::ClickDialog => "return [at(document.querySelector('.ui-dialog .ui-dialog-titlebar-close'))];",
+        // enter-text: "Enter \"Name\" into the text field and press Submit."
+        MiniwobTask::EnterText => "if (quoted.length < 1) return null;
+     return [at(document.getElementById('tt')), ['type', quoted[0]], at(document.getElementById('subbtn'))];",
+        // login-user: "Enter the username \"u\" and the password \"p\" into the text fields and press login."
+        MiniwobTask::LoginUser => "if (quoted.length < 2) return null;
      return [at(document.getElementById('username')), ['type', quoted[0]],
              at(document.getElementById('password')), ['type', quoted[1]],
-             at(document.getElementById('subbtn'))];"
-);
+             at(document.getElementById('subbtn'))];",
 
-// click-button: "Click on the \"Okay\" button." -> the first button with that text.
-miniwob_site!(
-    MiniwobClickButton,
-    "if (quoted.length < 1) return null;
+        // click-button: "Click on the \"Okay\" button." -> the first button with that text.
+        MiniwobTask::ClickButton => "if (quoted.length < 1) return null;
      const b = Array.from(document.querySelectorAll('#area button')).find((e) => e.textContent === quoted[0]);
-     return [at(b)];"
-);
-// click-link: "Click on the link \"word\"." -> the first link span with that text (the
-// box of its first line: a span can wrap).
-miniwob_site!(
-    MiniwobClickLink,
-    "if (quoted.length < 1) return null;
+     return [at(b)];",
+        // click-link: "Click on the link \"word\"." -> the first link span with that text (the
+        // box of its first line: a span can wrap).
+        MiniwobTask::ClickLink => "if (quoted.length < 1) return null;
      const a = Array.from(document.querySelectorAll('#area .alink')).find((e) => e.textContent === quoted[0]);
-     return [atFirstLine(a)];"
-);
-// click-checkboxes: "Select a, b and click Submit." (or "Select nothing ...") -> every
-// named box, then Submit.
-miniwob_site!(
-    MiniwobClickCheckboxes,
-    "const m = q.match(/^Select (.*) and click Submit\\.$/); if (!m) return null;
+     return [atFirstLine(a)];",
+        // click-checkboxes: "Select a, b and click Submit." (or "Select nothing ...") -> every
+        // named box, then Submit.
+        MiniwobTask::ClickCheckboxes => "const m = q.match(/^Select (.*) and click Submit\\.$/); if (!m) return null;
      const want = m[1] === 'nothing' ? [] : m[1].split(', ');
      const steps = [];
      for (const label of document.querySelectorAll('#boxes label')) {
@@ -515,19 +484,13 @@ miniwob_site!(
        if (want.includes(label.textContent.trim()) !== box.checked) steps.push(at(box));
      }
      steps.push(at(document.getElementById('subbtn')));
-     return steps;"
-);
-// focus-text: "Focus into the textbox." -> the box, wherever the seed put it.
-miniwob_site!(
-    MiniwobFocusText,
-    "return [at(document.getElementById('tt'))];"
-);
-// login-user-popup: login-user, except that focusing a field may raise MiniWoB's
-// session popup (which disables the form); Cancel dismisses it, OK fails the episode.
-// One step at a time, each planned on the page the last one left.
-miniwob_site!(
-    MiniwobLoginUserPopup,
-    "if (quoted.length < 2) return null;
+     return steps;",
+        // focus-text: "Focus into the textbox." -> the box, wherever the seed put it.
+        MiniwobTask::FocusText => "return [at(document.getElementById('tt'))];",
+        // login-user-popup: login-user, except that focusing a field may raise MiniWoB's
+        // session popup (which disables the form); Cancel dismisses it, OK fails the episode.
+        // One step at a time, each planned on the page the last one left.
+        MiniwobTask::LoginUserPopup => "if (quoted.length < 2) return null;
      const popup = document.getElementById('popup');
      if (shown(popup)) return [at(document.getElementById('popup-cancel')), then];
      const u = document.getElementById('username'), p = document.getElementById('password');
@@ -536,13 +499,10 @@ miniwob_site!(
        if (document.activeElement !== field) return [at(field), then];
        return [['type', want], then];
      }
-     return [at(document.getElementById('subbtn'))];"
-);
-// choose-list: "Select X from the list and click Submit." -> open the native select,
-// arrow from the current option to X, Enter, Submit.
-miniwob_site!(
-    MiniwobChooseList,
-    "const m = q.match(/^Select (.*) from the list and click Submit\\.$/); if (!m) return null;
+     return [at(document.getElementById('subbtn'))];",
+        // choose-list: "Select X from the list and click Submit." -> open the native select,
+        // arrow from the current option to X, Enter, Submit.
+        MiniwobTask::ChooseList => "const m = q.match(/^Select (.*) from the list and click Submit\\.$/); if (!m) return null;
      const sel = document.getElementById('options'); if (!sel) return null;
      const names = Array.from(sel.options).map((o) => o.textContent);
      const to = names.indexOf(m[1]); if (to < 0) return null;
@@ -552,14 +512,11 @@ miniwob_site!(
      for (let i = 0; i < Math.abs(to - from); i++) steps.push(['press', key]);
      steps.push(['press', 'Enter']);
      steps.push(at(document.querySelector('#area button')));
-     return steps;"
-);
-// use-autocomplete: "Enter an item that starts with \"f\" (and ends with \"e\")." -> type
-// the start, wait for the menu (jQuery UI's 300 ms delay), pick the matching item,
-// Submit.
-miniwob_site!(
-    MiniwobUseAutocomplete,
-    "if (quoted.length < 1) return null;
+     return steps;",
+        // use-autocomplete: "Enter an item that starts with \"f\" (and ends with \"e\")." -> type
+        // the start, wait for the menu (jQuery UI's 300 ms delay), pick the matching item,
+        // Submit.
+        MiniwobTask::UseAutocomplete => "if (quoted.length < 1) return null;
      const [f, e] = [quoted[0], quoted[1]];
      const input = document.getElementById('tags');
      const items = Array.from(document.querySelectorAll('.ui-autocomplete .ui-menu-item')).filter(shown);
@@ -568,13 +525,10 @@ miniwob_site!(
        return [at(input), ['type', f], ['wait', 600], then];
      }
      const item = items.find((i) => i.textContent.startsWith(f) && (e === undefined || i.textContent.endsWith(e)));
-     return [at(item), at(document.getElementById('subbtn'))];"
-);
-// navigate-tree: "... click on the folder or file named \"Name\"." -> open the outermost
-// closed folder above the first item of that name until the item shows, then click it.
-miniwob_site!(
-    MiniwobNavigateTree,
-    "if (quoted.length < 1) return null;
+     return [at(item), at(document.getElementById('subbtn'))];",
+        // navigate-tree: "... click on the folder or file named \"Name\"." -> open the outermost
+        // closed folder above the first item of that name until the item shows, then click it.
+        MiniwobTask::NavigateTree => "if (quoted.length < 1) return null;
      const spans = Array.from(document.querySelectorAll('#tree span')).filter((s) => s.textContent === quoted[0]);
      if (spans.length === 0) return null;
      const visible = spans.find(shown);
@@ -583,19 +537,13 @@ miniwob_site!(
      for (let li = spans[0].parentElement.parentElement.closest('li'); li; li = li.parentElement.closest('li')) folders.unshift(li);
      const closed = folders.find((li) => !shown(li.querySelector(':scope > ul')));
      if (!closed) return null;
-     return [at(closed.querySelector(':scope > span')), then];"
-);
-// click-widget: "Click on a \"kind\" widget." -> the first control of that kind.
-miniwob_site!(
-    MiniwobClickWidget,
-    "if (quoted.length < 1) return null;
-     return [at(document.querySelector('#area [data-type=\"' + quoted[0] + '\"]'))];"
-);
-// search-engine: type the name, click Search (Enter does not search: the button is not
-// in a form), go to the results page that holds the n-th result (3 per page), click it.
-miniwob_site!(
-    MiniwobSearchEngine,
-    "if (quoted.length < 1) return null;
+     return [at(closed.querySelector(':scope > span')), then];",
+        // click-widget: "Click on a \"kind\" widget." -> the first control of that kind.
+        MiniwobTask::ClickWidget => "if (quoted.length < 1) return null;
+     return [at(document.querySelector('#area [data-type=\"' + quoted[0] + '\"]'))];",
+        // search-engine: type the name, click Search (Enter does not search: the button is not
+        // in a form), go to the results page that holds the n-th result (3 per page), click it.
+        MiniwobTask::SearchEngine => "if (quoted.length < 1) return null;
      const m = q.match(/click the (\\d+)(st|nd|rd|th) search result/); if (!m) return null;
      const n = Number(m[1]);
      const box = document.getElementById('search-text');
@@ -608,17 +556,15 @@ miniwob_site!(
      if (hit) return [at(hit)];
      const page = String(Math.ceil(n / 3));
      const next = Array.from(document.querySelectorAll('#pagination a')).find((a) => a.textContent.trim() === page);
-     return [at(next), then];"
-);
-// click-collapsible: "Expand the section below and click submit." -> the header, the
-// accordion's 400 ms animation, then Submit where the animation left it.
-miniwob_site!(
-    MiniwobClickCollapsible,
-    "const content = document.querySelector('#area .ui-accordion-content');
+     return [at(next), then];",
+        // click-collapsible: "Expand the section below and click submit." -> the header, the
+        // accordion's 400 ms animation, then Submit where the animation left it.
+        MiniwobTask::ClickCollapsible => "const content = document.querySelector('#area .ui-accordion-content');
      if (!content) return null;
      if (!shown(content)) return [at(document.querySelector('#area h3')), ['wait', 700], then];
-     return [at(document.getElementById('subbtn'))];"
-);
+     return [at(document.getElementById('subbtn'))];",
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -32,18 +32,14 @@ use crate::truth::Truth;
 use axum::Router;
 use faultline_faults::site::PageMod;
 use faultline_tasks::layout::{
-    ChartLayout, FormLayout, FrameLayout, GridLayout, MiniwobChooseList, MiniwobClickButton,
-    MiniwobClickCheckboxes, MiniwobClickCollapsible, MiniwobClickDialog, MiniwobClickLink,
-    MiniwobClickTab, MiniwobClickWidget, MiniwobEnterText, MiniwobFocusText, MiniwobLoginUser,
-    MiniwobLoginUserPopup, MiniwobNavigateTree, MiniwobSearchEngine, MiniwobUseAutocomplete,
-    SearchLayout, SelectLayout,
+    ChartLayout, FormLayout, FrameLayout, GridLayout, MiniwobLayout, SearchLayout, SelectLayout,
 };
-use faultline_tasks::task::{LayoutSpec, Task};
-use faultline_tasks::{Layout, TaskKind};
-use miniwob::MiniwobPlan;
+use faultline_tasks::task::LayoutSpec;
+use faultline_tasks::{Layout, MiniwobTask, TaskKind};
 
-/// The pieces of a task that need the page.
-pub(crate) trait SiteTask: Task {
+/// The pieces of a task that need the page (the MiniWoB++ suite's are one implementation
+/// for the whole family, `MiniwobLayout`'s).
+pub(crate) trait SiteTask {
     /// Ledger event kinds this task's page sends (every page also sends `click` and
     /// `page_error`). The server refuses any other kind, so a typo cannot silently
     /// become an unscored event.
@@ -76,21 +72,7 @@ macro_rules! with_task {
             LayoutSpec::Chart($t) => $body,
             LayoutSpec::Form($t) => $body,
             LayoutSpec::Select($t) => $body,
-            LayoutSpec::MiniwobClickTab($t) => $body,
-            LayoutSpec::MiniwobClickDialog($t) => $body,
-            LayoutSpec::MiniwobEnterText($t) => $body,
-            LayoutSpec::MiniwobLoginUser($t) => $body,
-            LayoutSpec::MiniwobClickButton($t) => $body,
-            LayoutSpec::MiniwobClickLink($t) => $body,
-            LayoutSpec::MiniwobClickCheckboxes($t) => $body,
-            LayoutSpec::MiniwobFocusText($t) => $body,
-            LayoutSpec::MiniwobLoginUserPopup($t) => $body,
-            LayoutSpec::MiniwobChooseList($t) => $body,
-            LayoutSpec::MiniwobUseAutocomplete($t) => $body,
-            LayoutSpec::MiniwobNavigateTree($t) => $body,
-            LayoutSpec::MiniwobClickWidget($t) => $body,
-            LayoutSpec::MiniwobSearchEngine($t) => $body,
-            LayoutSpec::MiniwobClickCollapsible($t) => $body,
+            LayoutSpec::Miniwob($t) => $body,
         }
     };
 }
@@ -113,21 +95,8 @@ pub(crate) fn routes() -> Router<AppState> {
                 TaskKind::Form => FormLayout::routes(),
                 TaskKind::Select => SelectLayout::routes(),
                 // The vendored files' one route, merged once.
-                TaskKind::MiniwobClickTab => MiniwobClickTab::routes(),
-                TaskKind::MiniwobClickDialog
-                | TaskKind::MiniwobEnterText
-                | TaskKind::MiniwobLoginUser
-                | TaskKind::MiniwobClickButton
-                | TaskKind::MiniwobClickLink
-                | TaskKind::MiniwobClickCheckboxes
-                | TaskKind::MiniwobFocusText
-                | TaskKind::MiniwobLoginUserPopup
-                | TaskKind::MiniwobChooseList
-                | TaskKind::MiniwobUseAutocomplete
-                | TaskKind::MiniwobNavigateTree
-                | TaskKind::MiniwobClickWidget
-                | TaskKind::MiniwobSearchEngine
-                | TaskKind::MiniwobClickCollapsible => Router::new(),
+                TaskKind::Miniwob(t) if t == MiniwobTask::ALL[0] => MiniwobLayout::routes(),
+                TaskKind::Miniwob(_) => Router::new(),
             })
         })
 }
@@ -141,21 +110,7 @@ pub(crate) fn events(task: TaskKind) -> &'static [&'static str] {
         TaskKind::Chart => ChartLayout::EVENTS,
         TaskKind::Form => FormLayout::EVENTS,
         TaskKind::Select => SelectLayout::EVENTS,
-        TaskKind::MiniwobClickTab => MiniwobClickTab::EVENTS,
-        TaskKind::MiniwobClickDialog => MiniwobClickDialog::EVENTS,
-        TaskKind::MiniwobEnterText => MiniwobEnterText::EVENTS,
-        TaskKind::MiniwobLoginUser => MiniwobLoginUser::EVENTS,
-        TaskKind::MiniwobClickButton => MiniwobClickButton::EVENTS,
-        TaskKind::MiniwobClickLink => MiniwobClickLink::EVENTS,
-        TaskKind::MiniwobClickCheckboxes => MiniwobClickCheckboxes::EVENTS,
-        TaskKind::MiniwobFocusText => MiniwobFocusText::EVENTS,
-        TaskKind::MiniwobLoginUserPopup => MiniwobLoginUserPopup::EVENTS,
-        TaskKind::MiniwobChooseList => MiniwobChooseList::EVENTS,
-        TaskKind::MiniwobUseAutocomplete => MiniwobUseAutocomplete::EVENTS,
-        TaskKind::MiniwobNavigateTree => MiniwobNavigateTree::EVENTS,
-        TaskKind::MiniwobClickWidget => MiniwobClickWidget::EVENTS,
-        TaskKind::MiniwobSearchEngine => MiniwobSearchEngine::EVENTS,
-        TaskKind::MiniwobClickCollapsible => MiniwobClickCollapsible::EVENTS,
+        TaskKind::Miniwob(_) => MiniwobLayout::EVENTS,
     }
 }
 
@@ -177,21 +132,7 @@ pub fn locate_script(layout: &Layout) -> Option<String> {
 /// viewport coordinates) or `null`; `None` for faultline's own tasks.
 pub fn plan_script(layout: &Layout) -> Option<String> {
     match &layout.spec {
-        LayoutSpec::MiniwobClickTab(t) => Some(t.plan_js()),
-        LayoutSpec::MiniwobClickDialog(t) => Some(t.plan_js()),
-        LayoutSpec::MiniwobEnterText(t) => Some(t.plan_js()),
-        LayoutSpec::MiniwobLoginUser(t) => Some(t.plan_js()),
-        LayoutSpec::MiniwobClickButton(t) => Some(t.plan_js()),
-        LayoutSpec::MiniwobClickLink(t) => Some(t.plan_js()),
-        LayoutSpec::MiniwobClickCheckboxes(t) => Some(t.plan_js()),
-        LayoutSpec::MiniwobFocusText(t) => Some(t.plan_js()),
-        LayoutSpec::MiniwobLoginUserPopup(t) => Some(t.plan_js()),
-        LayoutSpec::MiniwobChooseList(t) => Some(t.plan_js()),
-        LayoutSpec::MiniwobUseAutocomplete(t) => Some(t.plan_js()),
-        LayoutSpec::MiniwobNavigateTree(t) => Some(t.plan_js()),
-        LayoutSpec::MiniwobClickWidget(t) => Some(t.plan_js()),
-        LayoutSpec::MiniwobSearchEngine(t) => Some(t.plan_js()),
-        LayoutSpec::MiniwobClickCollapsible(t) => Some(t.plan_js()),
+        LayoutSpec::Miniwob(t) => Some(miniwob::task_plan_js(t.task)),
         LayoutSpec::Search(_)
         | LayoutSpec::Grid(_)
         | LayoutSpec::Frame(_)

@@ -1,5 +1,13 @@
 //! MiniWoB++ tasks: pages nobody here wrote, scored by an answer key nobody here wrote.
 //!
+//! The suite is one family of tasks ([`TaskKind::Miniwob`]); [`MiniwobTask`] lists its
+//! members once, one line each: the MiniWoB++ name, the stored name of its task kind,
+//! and the properties the fault catalogue selects on ([`MiniwobTask::types_text`],
+//! [`MiniwobTask::plan_waits`]). Every other piece of a suite task is shared by the
+//! family (the layout, the instruction, the expectation and the target box here; the
+//! page and the truth in the fixture sites), except its oracle plan (the fixture sites)
+//! and its outcome check (the outcome policy), one per task.
+//!
 //! Each MiniWoB++ task page draws its own problem in JavaScript from `Math.random`, and
 //! computes its own reward when the episode ends. A faultline layout of such a task is
 //! therefore only the episode seed: the page seeds MiniWoB's `seedrandom` with it
@@ -13,7 +21,7 @@
 //! own instruction; its quoted target is the MiniWoB task name, and the expectation
 //! ([`Expectation::MiniwobQuery`]) says "what the page's `#query` asks must hold".
 
-use super::{LayoutRng, LayoutSpec, Task, TaskKind};
+use super::{LayoutRng, TaskKind};
 use crate::expectation::Expectation;
 use crate::geometry::Rect;
 use rand::Rng;
@@ -28,172 +36,166 @@ pub const MINIWOB_AREA: Rect = Rect {
     height: 210.0,
 };
 
-/// One MiniWoB++ task as a faultline task: a layout is the episode seed.
-macro_rules! miniwob_task {
-    ($(#[$meta:meta])* $ty:ident, $kind:ident, $name:literal) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-        pub struct $ty {
-            /// The seed MiniWoB's `seedrandom` draws this episode from.
-            pub episode_seed: u64,
+/// Declares [`MiniwobTask`] from one line per suite task:
+/// `Variant = ("suite-name", "stored_kind_name"), types_text: bool, plan_waits: bool;`.
+macro_rules! miniwob_tasks {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident = ($name:literal, $stored:literal),
+            types_text: $types:literal, plan_waits: $waits:literal;
+    )+) => {
+        crate::named_enum! {
+            /// A task of the MiniWoB++ suite. Its name ([`MiniwobTask::name`], `Display`,
+            /// `FromStr`) is MiniWoB's own (`click-tab`, the page's file name); the stored
+            /// name of its task kind is [`MiniwobTask::stored_name`]
+            /// (`miniwob_click_tab`). [`MiniwobTask::ALL`] is the suite's report order.
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+            pub enum MiniwobTask: "MiniWoB++ task" {
+                $( $(#[$doc])* $variant = $name, )+
+            }
         }
 
-        impl Task for $ty {
-            const KIND: TaskKind = TaskKind::$kind;
-
-            fn generate(rng: &mut LayoutRng, _index: u32) -> Self {
-                $ty {
-                    episode_seed: rng.random(),
+        impl MiniwobTask {
+            /// The stored name of this task's [`TaskKind`] (`miniwob_click_tab`): what
+            /// configs, decisions, databases and reports call it.
+            pub const fn stored_name(self) -> &'static str {
+                match self {
+                    $( MiniwobTask::$variant => $stored, )+
                 }
             }
 
-            fn target(&self) -> &str {
-                $name
+            /// Whether the task's decisions type text (a fault on typed text has
+            /// something to act on).
+            pub const fn types_text(self) -> bool {
+                match self {
+                    $( MiniwobTask::$variant => $types, )+
+                }
             }
 
-            fn instruction(&self) -> String {
-                miniwob_instruction($name)
-            }
-
-            fn expectation(named: String) -> Expectation {
-                Expectation::MiniwobQuery { task: named }
-            }
-
-            fn target_rect(&self) -> Option<Rect> {
-                Some(MINIWOB_AREA)
-            }
-
-            fn into_spec(self) -> LayoutSpec {
-                LayoutSpec::$kind(self)
+            /// Whether the task's oracle plan waits for the page between its steps (for
+            /// a menu to be drawn, an animation to end): a fault that skips waits has
+            /// something to act on.
+            pub const fn plan_waits(self) -> bool {
+                match self {
+                    $( MiniwobTask::$variant => $waits, )+
+                }
             }
         }
     };
 }
 
-/// The instruction of every MiniWoB++ task: its name, and where its problem is stated.
-fn miniwob_instruction(name: &str) -> String {
-    format!(
-        "Complete the MiniWoB++ task \"{name}\": do what the yellow box at the top of the page asks."
-    )
+miniwob_tasks! {
+    /// `click-tab`: click the jQuery UI tab the query names.
+    ClickTab = ("click-tab", "miniwob_click_tab"), types_text: false, plan_waits: false;
+    /// `click-dialog`: close a jQuery UI dialog with its "x".
+    ClickDialog = ("click-dialog", "miniwob_click_dialog"), types_text: false, plan_waits: false;
+    /// `enter-text`: type the quoted name into the field and press Submit.
+    EnterText = ("enter-text", "miniwob_enter_text"), types_text: true, plan_waits: false;
+    /// `login-user`: type the quoted username and password and press Login.
+    LoginUser = ("login-user", "miniwob_login_user"), types_text: true, plan_waits: false;
+    /// `click-button`: Click the button the query names.
+    ClickButton = ("click-button", "miniwob_click_button"), types_text: false, plan_waits: false;
+    /// `click-link`: Click the link (a span in a paragraph) whose text the query quotes.
+    ClickLink = ("click-link", "miniwob_click_link"), types_text: false, plan_waits: false;
+    /// `click-checkboxes`: Check exactly the boxes the query names, then press Submit.
+    ClickCheckboxes = ("click-checkboxes", "miniwob_click_checkboxes"), types_text: false, plan_waits: false;
+    /// `focus-text`: Focus the text box (it moves with the seed).
+    FocusText = ("focus-text", "miniwob_focus_text"), types_text: false, plan_waits: false;
+    /// `login-user-popup`: `login-user` with a session popup that MiniWoB raises on
+    /// focusing a field on about half the seeds (its OK button fails the episode, Cancel
+    /// dismisses it).
+    LoginUserPopup = ("login-user-popup", "miniwob_login_user_popup"), types_text: true, plan_waits: false;
+    /// `choose-list`: Choose the named item of a native `<select>` and press Submit.
+    ChooseList = ("choose-list", "miniwob_choose_list"), types_text: false, plan_waits: false;
+    /// `use-autocomplete`: Enter a country that starts (and maybe ends) with the given
+    /// letters, through a jQuery UI autocomplete, and press Submit.
+    UseAutocomplete = ("use-autocomplete", "miniwob_use_autocomplete"), types_text: true, plan_waits: true;
+    /// `navigate-tree`: Open folders of a collapsed file tree and click the named file or
+    /// folder.
+    NavigateTree = ("navigate-tree", "miniwob_navigate_tree"), types_text: false, plan_waits: false;
+    /// `click-widget`: Click a widget of the named kind (radio, checkbox, text, textarea,
+    /// button).
+    ClickWidget = ("click-widget", "miniwob_click_widget"), types_text: false, plan_waits: false;
+    /// `search-engine`: Search for the quoted name with the Search button and click the
+    /// n-th result (which may be on page 2 or 3).
+    SearchEngine = ("search-engine", "miniwob_search_engine"), types_text: true, plan_waits: false;
+    /// `click-collapsible`: Expand a jQuery UI accordion section and press Submit.
+    ClickCollapsible = ("click-collapsible", "miniwob_click_collapsible"), types_text: false, plan_waits: true;
 }
 
-miniwob_task!(
-    /// MiniWoB++ `click-tab`: click the jQuery UI tab the query names.
-    MiniwobClickTab,
-    MiniwobClickTab,
-    "click-tab"
-);
-miniwob_task!(
-    /// MiniWoB++ `click-dialog`: close a jQuery UI dialog with its "x".
-    MiniwobClickDialog,
-    MiniwobClickDialog,
-    "click-dialog"
-);
-miniwob_task!(
-    /// MiniWoB++ `enter-text`: type the quoted name into the field and press Submit.
-    MiniwobEnterText,
-    MiniwobEnterText,
-    "enter-text"
-);
-miniwob_task!(
-    /// MiniWoB++ `login-user`: type the quoted username and password and press Login.
-    MiniwobLoginUser,
-    MiniwobLoginUser,
-    "login-user"
-);
-miniwob_task!(
-    /// MiniWoB++ `click-button`: Click the button the query names.
-    MiniwobClickButton,
-    MiniwobClickButton,
-    "click-button"
-);
-miniwob_task!(
-    /// MiniWoB++ `click-link`: Click the link (a span in a paragraph) whose text the query quotes.
-    MiniwobClickLink,
-    MiniwobClickLink,
-    "click-link"
-);
-miniwob_task!(
-    /// MiniWoB++ `click-checkboxes`: Check exactly the boxes the query names, then press Submit.
-    MiniwobClickCheckboxes,
-    MiniwobClickCheckboxes,
-    "click-checkboxes"
-);
-miniwob_task!(
-    /// MiniWoB++ `focus-text`: Focus the text box (it moves with the seed).
-    MiniwobFocusText,
-    MiniwobFocusText,
-    "focus-text"
-);
-miniwob_task!(
-    /// MiniWoB++ `login-user-popup`: `login-user` with a session popup that MiniWoB raises on focusing a field on about half the seeds (its OK button fails the episode, Cancel dismisses it).
-    MiniwobLoginUserPopup,
-    MiniwobLoginUserPopup,
-    "login-user-popup"
-);
-miniwob_task!(
-    /// MiniWoB++ `choose-list`: Choose the named item of a native `<select>` and press Submit.
-    MiniwobChooseList,
-    MiniwobChooseList,
-    "choose-list"
-);
-miniwob_task!(
-    /// MiniWoB++ `use-autocomplete`: Enter a country that starts (and maybe ends) with the given letters, through a jQuery UI autocomplete, and press Submit.
-    MiniwobUseAutocomplete,
-    MiniwobUseAutocomplete,
-    "use-autocomplete"
-);
-miniwob_task!(
-    /// MiniWoB++ `navigate-tree`: Open folders of a collapsed file tree and click the named file or folder.
-    MiniwobNavigateTree,
-    MiniwobNavigateTree,
-    "navigate-tree"
-);
-miniwob_task!(
-    /// MiniWoB++ `click-widget`: Click a widget of the named kind (radio, checkbox, text, textarea, button).
-    MiniwobClickWidget,
-    MiniwobClickWidget,
-    "click-widget"
-);
-miniwob_task!(
-    /// MiniWoB++ `search-engine`: Search for the quoted name with the Search button and click the n-th result (which may be on page 2 or 3).
-    MiniwobSearchEngine,
-    MiniwobSearchEngine,
-    "search-engine"
-);
-miniwob_task!(
-    /// MiniWoB++ `click-collapsible`: Expand a jQuery UI accordion section and press Submit.
-    MiniwobClickCollapsible,
-    MiniwobClickCollapsible,
-    "click-collapsible"
-);
+impl MiniwobTask {
+    /// The suite task whose stored kind name is `stored` (`miniwob_click_tab`).
+    pub fn from_stored_name(stored: &str) -> Option<MiniwobTask> {
+        MiniwobTask::ALL
+            .into_iter()
+            .find(|t| t.stored_name() == stored)
+    }
+}
 
-impl TaskKind {
-    /// The MiniWoB++ task name of a MiniWoB++ kind (`click-tab`), `None` for faultline's
-    /// own tasks.
-    pub fn miniwob_name(self) -> Option<&'static str> {
-        match self {
-            TaskKind::MiniwobClickTab => Some("click-tab"),
-            TaskKind::MiniwobClickDialog => Some("click-dialog"),
-            TaskKind::MiniwobEnterText => Some("enter-text"),
-            TaskKind::MiniwobLoginUser => Some("login-user"),
-            TaskKind::MiniwobClickButton => Some("click-button"),
-            TaskKind::MiniwobClickLink => Some("click-link"),
-            TaskKind::MiniwobClickCheckboxes => Some("click-checkboxes"),
-            TaskKind::MiniwobFocusText => Some("focus-text"),
-            TaskKind::MiniwobLoginUserPopup => Some("login-user-popup"),
-            TaskKind::MiniwobChooseList => Some("choose-list"),
-            TaskKind::MiniwobUseAutocomplete => Some("use-autocomplete"),
-            TaskKind::MiniwobNavigateTree => Some("navigate-tree"),
-            TaskKind::MiniwobClickWidget => Some("click-widget"),
-            TaskKind::MiniwobSearchEngine => Some("search-engine"),
-            TaskKind::MiniwobClickCollapsible => Some("click-collapsible"),
-            TaskKind::Search
-            | TaskKind::Grid
-            | TaskKind::Frame
-            | TaskKind::Chart
-            | TaskKind::Form
-            | TaskKind::Select => None,
+/// A layout of a MiniWoB++ task: which task, and the episode seed.
+///
+/// It serializes as a layout of its task kind always did: the kind's stored name under
+/// `task` (the layout's tag), then `episode_seed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MiniwobLayout {
+    /// Which suite task.
+    #[serde(with = "stored_name")]
+    pub task: MiniwobTask,
+    /// The seed MiniWoB's `seedrandom` draws this episode from.
+    pub episode_seed: u64,
+}
+
+impl MiniwobLayout {
+    /// Setup: draws the episode seed of a layout of `task`.
+    pub(crate) fn generate(task: MiniwobTask, rng: &mut LayoutRng) -> MiniwobLayout {
+        MiniwobLayout {
+            task,
+            episode_seed: rng.random(),
         }
+    }
+
+    /// The task this layout belongs to.
+    pub fn kind(&self) -> TaskKind {
+        TaskKind::Miniwob(self.task)
+    }
+
+    /// The quoted target: the MiniWoB++ task name.
+    pub fn target(&self) -> &str {
+        self.task.name()
+    }
+
+    /// The instruction of every MiniWoB++ task: its name, and where its problem is
+    /// stated.
+    pub fn instruction(&self) -> String {
+        format!(
+            "Complete the MiniWoB++ task \"{}\": do what the yellow box at the top of the page asks.",
+            self.task.name()
+        )
+    }
+
+    /// What the page's own `#query` asks must hold; `named` is the MiniWoB++ task name.
+    pub fn expectation(named: String) -> Expectation {
+        Expectation::MiniwobQuery { task: named }
+    }
+
+    /// The task area (see [`MINIWOB_AREA`]).
+    pub fn target_rect(&self) -> Option<Rect> {
+        Some(MINIWOB_AREA)
+    }
+}
+
+/// A [`MiniwobTask`] as the stored name of its task kind.
+mod stored_name {
+    use super::MiniwobTask;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(t: &MiniwobTask, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(t.stored_name())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<MiniwobTask, D::Error> {
+        let s = std::borrow::Cow::<str>::deserialize(d)?;
+        MiniwobTask::from_stored_name(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown MiniWoB++ task kind `{s}`")))
     }
 }
