@@ -171,6 +171,9 @@ fn the_clean_reference_harness_shows_no_defect_and_its_verdicts_are_stored_like_
 fn each_planted_defect_shows_in_exactly_its_probes_rows() {
     playwright_available();
     let dir = tempfile::tempdir().unwrap();
+    // Six layouts: enough for the gate's exact McNemar test to confirm 0/6 -> 6/6.
+    let clean = dir.path().join("clean");
+    run(&config(dir.path(), 6, 4, &[], ""), &clean);
     for (flag, fault) in [
         ("--no-scale", "execute.unscaled_coordinates"),
         ("--no-strip-tokens", "parse.token_leak"),
@@ -180,7 +183,7 @@ fn each_planted_defect_shows_in_exactly_its_probes_rows() {
         let out = dir.path().join(flag.trim_start_matches('-'));
         let sub = dir.path().join(format!("cfg{flag}"));
         std::fs::create_dir_all(&sub).unwrap();
-        run(&config(&sub, 2, 4, &[flag], ""), &out);
+        run(&config(&sub, 6, 4, &[flag], ""), &out);
         let rows = stored(&out);
         assert_eq!(
             defects(&rows),
@@ -191,7 +194,7 @@ fn each_planted_defect_shows_in_exactly_its_probes_rows() {
             .values()
             .filter(|s| s.fault.as_deref() == Some(fault))
             .collect();
-        assert_eq!(probes.len(), 2, "{flag}");
+        assert_eq!(probes.len(), 6, "{flag}");
         for s in probes {
             assert_eq!(s.fired, Some(true), "{flag}: {s:?}");
             if fault == "feedback.iframe_no_change" {
@@ -212,6 +215,25 @@ fn each_planted_defect_shows_in_exactly_its_probes_rows() {
             }
         }
         assert!(infra_kinds(&out).is_empty(), "{flag}");
+        // The gate against the clean harness's run fails, naming the defect's cell.
+        let (code, stdout, stderr) = faultline(
+            &["gate", clean.to_str().unwrap(), out.to_str().unwrap()],
+            dir.path(),
+        );
+        assert_eq!(code, 1, "{flag}: the gate fails\n{stdout}\n{stderr}");
+        let regressions = stdout
+            .split("### Regressions")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{flag}: no regression listed\n{stdout}"));
+        let metric = match fault {
+            "feedback.iframe_no_change" => "| detection |",
+            _ => "| defects |",
+        };
+        let row = regressions
+            .lines()
+            .find(|l| l.contains(fault))
+            .unwrap_or_else(|| panic!("{flag}: {fault} not among the regressions\n{stdout}"));
+        assert!(row.starts_with(metric), "{flag}: {row}");
     }
 }
 

@@ -131,7 +131,11 @@ fn is_probe(s: &Snapshot, t: &TrialOutcome) -> bool {
     s.external
         && matches!(
             t.fault.as_deref(),
-            Some("parse.token_leak" | "execute.unscaled_coordinates" | "observe.capture_before_tooltip")
+            Some(
+                "parse.token_leak"
+                    | "execute.unscaled_coordinates"
+                    | "observe.capture_before_tooltip"
+            )
         )
 }
 
