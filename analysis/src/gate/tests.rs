@@ -118,6 +118,7 @@ fn snapshot(layouts: u32, weak: bool) -> Snapshot {
         trials,
         episodes,
         infra_errors: Vec::new(),
+        external: false,
     }
 }
 
@@ -279,6 +280,66 @@ fn rising_false_alarms_regress() {
     let r = gate(&a, &b, ("a", "b"), &Rules::default(), false).unwrap();
     let reg: Vec<_> = r.regressions().map(|c| (c.metric, c.name())).collect();
     assert_eq!(reg, [(Metric::FalseAlarms, "grid / outcome".to_string())]);
+}
+
+/// An external harness's run: `probes` unscaled-coordinates probe trials on the grid, the
+/// first `defects` of them showing the defect (fired), all judged by `harness`.
+fn external(probes: u32, defects: u32) -> Snapshot {
+    let mut s = snapshot(probes, false);
+    s.external = true;
+    s.policies = vec!["harness".into()];
+    s.episodes.clear();
+    s.trials = (0..probes)
+        .map(|layout| TrialOutcome {
+            key: format!("detection/grid/{layout:03}/execute.unscaled_coordinates"),
+            task: "grid".into(),
+            fault: Some("execute.unscaled_coordinates".into()),
+            layout,
+            fired: Some(layout < defects),
+            truth: layout >= defects,
+            verdicts: BTreeMap::from([("harness".to_string(), Verdict::Success)]),
+        })
+        .collect();
+    s
+}
+
+#[test]
+fn an_external_harness_that_gains_a_defect_regresses_its_defects_cell() {
+    let r = gate(
+        &external(8, 0),
+        &external(8, 8),
+        ("a", "b"),
+        &Rules::default(),
+        false,
+    )
+    .unwrap();
+    let reg: Vec<_> = r.regressions().map(|c| (c.metric, c.name())).collect();
+    assert_eq!(
+        reg,
+        [(
+            Metric::Defects,
+            "execute.unscaled_coordinates / grid / harness".to_string()
+        )]
+    );
+    // Unchanged, it passes; a built-in run has no defects cells at all.
+    let same = gate(
+        &external(8, 0),
+        &external(8, 0),
+        ("a", "b"),
+        &Rules::default(),
+        false,
+    )
+    .unwrap();
+    assert_eq!(same.regressions().count(), 0);
+    let builtin = gate(
+        &snapshot(8, false),
+        &snapshot(8, false),
+        ("a", "b"),
+        &Rules::default(),
+        false,
+    )
+    .unwrap();
+    assert!(builtin.cells.iter().all(|c| c.metric != Metric::Defects));
 }
 
 #[test]
