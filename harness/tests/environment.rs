@@ -345,6 +345,18 @@ impl Drop for Env {
     }
 }
 
+/// `GET /v1/run` of `env`.
+async fn run_info(http: &reqwest::Client, env: &Env) -> serde_json::Value {
+    http.get(format!("{}/v1/run", env.url))
+        .bearer_auth(&env.token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn the_api_refuses_what_it_must_and_reveals_no_fault_before_the_report() {
     let dir = tempfile::tempdir().unwrap();
@@ -369,15 +381,7 @@ async fn the_api_refuses_what_it_must_and_reveals_no_fault_before_the_report() {
         let body: serde_json::Value = r.json().await.unwrap();
         assert!(body["error"].is_string(), "{body}");
     }
-    let info: serde_json::Value = http
-        .get(format!("{}/v1/run", a.url))
-        .bearer_auth(&a.token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let info = run_info(&http, &a).await;
     assert_eq!(info["api_version"], 1);
     assert_eq!(info["items"]["pending"], 8);
     // Every claim names no fault and no stored key.
@@ -456,15 +460,7 @@ async fn the_api_refuses_what_it_must_and_reveals_no_fault_before_the_report() {
     if let Ok(r) = huge {
         assert_eq!(r.status(), 413);
     }
-    let info: serde_json::Value = http
-        .get(format!("{}/v1/run", a.url))
-        .bearer_auth(&a.token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let info = run_info(&http, &a).await;
     assert_eq!(info["items"]["leased"], 8, "{info}");
     assert_eq!(info["items"]["stored"], 0, "{info}");
     // A malformed report: 400 naming the field; the lease ends and a second try is gone.
