@@ -154,11 +154,9 @@ async fn claim(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
     }
     let next = {
         let mut board = shared.board.lock().expect("not poisoned");
-        board
-            .next_pending()
-            .map(|i| (i, board.item(i).clone(), board.settled()))
+        board.next_pending().map(|i| (i, board.item(i).clone()))
     };
-    let Some((index, spec, _)) = next else {
+    let Some((index, spec)) = next else {
         let settled = shared.board.lock().expect("not poisoned").settled();
         return Json(json!({
             "item": null,
@@ -178,7 +176,7 @@ async fn claim(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
     }
     let start_url = shared.server.page_url(&scope, &layout);
     let lease_id = hex::encode(rand::random::<[u8; 16]>());
-    let item = json!({
+    let mut item = json!({
         "lease": lease_id,
         "item": opaque_item_id(&shared.token, spec.key()),
         "kind": "trial",
@@ -199,7 +197,6 @@ async fn claim(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
             .saturating_duration_since(std::time::Instant::now())
             .as_millis() as u64
     };
-    let mut item = item;
     item["lease_ms"] = json!(deadline_ms);
     Json(json!({ "item": item })).into_response()
 }
