@@ -42,6 +42,7 @@
 //! judge (they return `Ok`).
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod builtin;
 mod evidence;

@@ -23,6 +23,7 @@
 //! - [`named_enum!`]: the one definition of a simple enum's stable names.
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod action;
 pub mod decision;
