@@ -46,5 +46,5 @@ pub use geometry::{Point, Rect, Size};
 pub use instruction::Instruction;
 pub use layout::{ChartLayout, FrameLayout, GridItem, GridLayout, Layout, SearchLayout};
 pub use outcome::{Condition, StopReason, Verdict};
-pub use run::{InfraKind, Phase};
+pub use run::{InfraErrorKind, InfraKind, Phase, PluginFailure};
 pub use task::{MiniwobTask, Task, TaskKind};
