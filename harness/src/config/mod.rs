@@ -393,12 +393,14 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         Some(e) => Some(plugin_spec("exec", &e.command, e.timeout_ms, &at("exec"))?),
         None => None,
     };
-    if harness.is_some() && recovery.enabled {
-        bail!(
-            "{}: recovery episodes are not served to an external harness yet; set `enabled = false` or drop [recovery]",
-            at("recovery")
-        );
-    }
+    let recovery = match &harness {
+        Some(h) => {
+            harness::external_recovery(recovery, recovery_file.as_ref(), h, &|key: &str| {
+                at(&format!("recovery.{key}"))
+            })?
+        }
+        None => recovery,
+    };
     if recovery.agents.iter().any(|a| a == "exec") && exec.is_none() {
         bail!(
             "{}: the `exec` agent needs an [exec] section with a command",

@@ -56,6 +56,22 @@ impl TrialSpec {
     pub fn trial_seed(&self) -> u64 {
         self.trial_seed
     }
+
+    /// The recorded decision of an episode, replayed with its fault at step 0 under the
+    /// episode's key and seed: what an external harness is handed first for an episode.
+    pub(crate) fn episode_start(
+        key: &str,
+        decision: Arc<Decision>,
+        fault: Fault,
+        seed: u64,
+    ) -> TrialSpec {
+        TrialSpec {
+            key: key.to_string(),
+            decision,
+            fault: Some(fault),
+            trial_seed: seed,
+        }
+    }
 }
 
 /// Every trial of the detection phase, in a fixed order: per task, per layout, each of the

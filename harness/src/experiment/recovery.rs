@@ -42,6 +42,31 @@ impl EpisodeTask {
     pub fn task(&self) -> faultline_tasks::TaskKind {
         self.decision.task
     }
+
+    /// The key as the owned string it is stored as.
+    pub fn key_string(&self) -> &String {
+        &self.key
+    }
+
+    /// The recorded decision replayed at step 0.
+    pub fn decision(&self) -> &Arc<Decision> {
+        &self.decision
+    }
+
+    /// The fault armed for the whole episode.
+    pub fn fault(&self) -> Fault {
+        self.fault
+    }
+
+    /// The repetition, from 0.
+    pub fn run(&self) -> u32 {
+        self.run
+    }
+
+    /// The episode's seed (derived from the root seed and the key).
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
 }
 
 /// Every episode of the recovery phase, in a fixed order.
