@@ -512,3 +512,245 @@ async fn the_api_refuses_what_it_must_and_reveals_no_fault_before_the_report() {
     drop(a);
     drop(b);
 }
+
+// ---- recovery episodes served to the harness ----------------------------------------
+
+/// A config serving `tasks`' reference probes and their recovery episodes (`runs` per
+/// layout) to the reference harness with `flags`; `extra` goes into `[harness]`.
+fn recovery_config(
+    dir: &Path,
+    tasks: &[&str],
+    layouts: u32,
+    runs: u32,
+    flags: &[&str],
+    extra: &str,
+    recovery_extra: &str,
+) -> PathBuf {
+    let mut command = vec![
+        "python3".to_string(),
+        reference_harness().display().to_string(),
+        "--no-shots".to_string(),
+    ];
+    command.extend(flags.iter().map(|f| f.to_string()));
+    let text = format!(
+        "seed = 1\nlayouts = {layouts}\ntasks = {tasks:?}\nfaults = [\"reference\"]\n\n[harness]\nname = \"playwright\"\ncommand = {command:?}\nworkers = 2\n{extra}\n[recovery]\nruns = {runs}\nlayouts = {layouts}\n{recovery_extra}"
+    );
+    let path = dir.join("harness.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// One stored episode, as the recovery tables read it.
+#[derive(Debug, Clone, PartialEq)]
+struct Episode {
+    task: String,
+    fault: String,
+    policy: String,
+    agent: String,
+    fired: bool,
+    success: bool,
+    detected: bool,
+    steps: u32,
+    stop_reason: String,
+}
+
+fn episodes(out: &Path) -> BTreeMap<String, Episode> {
+    let db = Connection::open(out.join("results.sqlite")).unwrap();
+    let mut stmt = db
+        .prepare(
+            "SELECT episode_key, task, fault, policy, agent, fired, success,
+                    detected_at_first_step, steps, stop_reason
+             FROM episodes",
+        )
+        .unwrap();
+    stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            Episode {
+                task: r.get(1)?,
+                fault: r.get(2)?,
+                policy: r.get(3)?,
+                agent: r.get(4)?,
+                fired: r.get(5)?,
+                success: r.get(6)?,
+                detected: r.get(7)?,
+                steps: r.get(8)?,
+                stop_reason: r.get(9)?,
+            },
+        ))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+/// `recovery_summary.csv`'s (n fired, successes, not fired) per task and fault.
+fn recovery_cells(out: &Path) -> BTreeMap<(String, String), (u64, u64, u64)> {
+    let csv = std::fs::read_to_string(out.join("recovery_summary.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f[col("policy")], "playwright", "{l}");
+            assert_eq!(f[col("agent")], "playwright", "{l}");
+            (
+                (f[col("task")].to_string(), f[col("fault")].to_string()),
+                (
+                    f[col("n")].parse().unwrap(),
+                    f[col("successes")].parse().unwrap(),
+                    f[col("not_fired")].parse().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The cells the stored episodes give: fired episodes, those recovered, those not fired.
+fn cells_of(rows: &BTreeMap<String, Episode>) -> BTreeMap<(String, String), (u64, u64, u64)> {
+    let mut cells = BTreeMap::new();
+    for e in rows.values() {
+        let c = cells
+            .entry((e.task.clone(), e.fault.clone()))
+            .or_insert((0, 0, 0));
+        match e.fired {
+            true => {
+                c.0 += 1;
+                c.1 += u64::from(e.success);
+            }
+            false => c.2 += 1,
+        }
+    }
+    cells
+}
+
+#[test]
+fn recovery_episodes_are_stored_under_the_harness_and_a_persistent_defect_is_never_recovered() {
+    playwright_available();
+    let dir = tempfile::tempdir().unwrap();
+    let (layouts, runs) = (2, 2);
+    let tasks = ["grid", "frame"];
+    let mut measured = BTreeMap::new();
+    for flag in [None, Some("--no-scale")] {
+        let sub = dir
+            .path()
+            .join(flag.unwrap_or("clean").trim_start_matches('-'));
+        std::fs::create_dir_all(&sub).unwrap();
+        let flags: Vec<&str> = flag.into_iter().collect();
+        let out = sub.join("run");
+        run(
+            &recovery_config(&sub, &tasks, layouts, runs, &flags, "", ""),
+            &out,
+        );
+        assert!(infra_kinds(&out).is_empty(), "{flag:?}");
+        let rows = episodes(&out);
+        // Every (task, reference fault) pair, layout and run: one episode each, stored
+        // with the harness as both the policy and the agent.
+        assert_eq!(
+            rows.len(),
+            tasks.len() * (layouts * runs) as usize,
+            "{rows:#?}"
+        );
+        for (key, e) in &rows {
+            assert!(key.starts_with("recovery/"), "{key}");
+            assert_eq!(
+                (e.policy.as_str(), e.agent.as_str()),
+                ("playwright", "playwright")
+            );
+            assert!(e.steps >= 1, "{key}: {e:?}");
+        }
+        // The tables are the stored rows' (fired episodes only, not fired apart).
+        assert_eq!(recovery_cells(&out), cells_of(&rows), "{flag:?}");
+        assert!(out.join("recovery.csv").exists());
+        let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+        assert!(report.contains("episode(s)"), "{report}");
+        measured.insert(flag, rows);
+    }
+    let grid = |rows: &BTreeMap<String, Episode>| -> Vec<Episode> {
+        rows.values()
+            .filter(|e| e.task == "grid")
+            .cloned()
+            .collect()
+    };
+    // The clean harness has no unscaled-coordinates defect: its grid episodes are not
+    // fired, and each achieved the task; its frame episodes (whose situation always
+    // arises) are fired and recovered, its verifier right at the first step.
+    let clean = &measured[&None];
+    for e in grid(clean) {
+        assert!(!e.fired && e.success, "{e:?}");
+    }
+    for e in clean.values().filter(|e| e.task == "frame") {
+        assert!(e.fired && e.success && e.detected, "{e:?}");
+    }
+    // The unscaled executor fires on every grid episode, and no retry through the same
+    // executor ever recovers it; the other task is untouched.
+    let no_scale = &measured[&Some("--no-scale")];
+    for e in grid(no_scale) {
+        assert!(e.fired && !e.success, "{e:?}");
+    }
+    let cells = cells_of(no_scale);
+    let n = u64::from(layouts * runs);
+    assert_eq!(
+        cells[&("grid".into(), "execute.unscaled_coordinates".into())],
+        (n, 0, 0)
+    );
+    assert_eq!(
+        cells[&("frame".into(), "feedback.iframe_no_change".into())],
+        cells_of(clean)[&("frame".into(), "feedback.iframe_no_change".into())]
+    );
+}
+
+#[test]
+fn a_worker_misbehaving_mid_episode_is_an_infra_error_and_the_recovery_tables_equal_an_undisturbed_runs(
+) {
+    playwright_available();
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = ["grid", "frame"];
+    // A short episode lease (time limit + lease_ms), for the never-report case.
+    let (harness_extra, recovery_extra) = ("lease_ms = 4000\n", "time_limit_ms = 6000\n");
+    let calm = dir.path().join("calm");
+    std::fs::create_dir_all(&calm).unwrap();
+    let calm_out = calm.join("run");
+    run(
+        &recovery_config(&calm, &tasks, 1, 1, &[], harness_extra, recovery_extra),
+        &calm_out,
+    );
+    let expected = std::fs::read_to_string(calm_out.join("recovery_summary.csv")).unwrap();
+    let calm_rows = episodes(&calm_out);
+    assert_eq!(calm_rows.len(), 2);
+    for (misbehaviour, kind) in [
+        ("crash", "worker_exited"),
+        ("never-report", "lease_expired"),
+        ("garbage", "bad_report"),
+    ] {
+        let sub = dir.path().join(misbehaviour);
+        std::fs::create_dir_all(&sub).unwrap();
+        let marker = sub.join("marker");
+        let out = sub.join("run");
+        let flags = [
+            "--misbehave",
+            misbehaviour,
+            "--misbehave-on",
+            "episode",
+            "--misbehave-marker",
+            marker.to_str().unwrap(),
+        ];
+        run(
+            &recovery_config(&sub, &tasks, 1, 1, &flags, harness_extra, recovery_extra),
+            &out,
+        );
+        assert!(marker.exists(), "{misbehaviour}: the worker misbehaved");
+        assert_eq!(infra_kinds(&out), vec![kind.to_string()], "{misbehaviour}");
+        assert_eq!(
+            std::fs::read_to_string(out.join("recovery_summary.csv")).unwrap(),
+            expected,
+            "{misbehaviour}: the recovery table as undisturbed"
+        );
+        assert_eq!(
+            episodes(&out),
+            calm_rows,
+            "{misbehaviour}: every episode stored once"
+        );
+    }
+}
