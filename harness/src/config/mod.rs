@@ -574,6 +574,66 @@ mod tests {
     }
 
     #[test]
+    fn a_harness_run_may_serve_recovery_episodes_to_its_own_agent() {
+        let harness = "[harness]\nname = \"mine\"\ncommand = [\"h\"]\n";
+        let c = resolve(
+            &text(&format!(
+                "faults = [\"reference\"]\n{harness}[recovery]\nruns = 2\nbudget = 2\nfaults = [\"reference\", \"layout.viewport_changed\"]\n"
+            )),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert!(c.recovery.enabled);
+        // The harness's verifier tells the harness's agent: one policy, one agent.
+        assert_eq!(c.recovery.policies, vec!["mine".to_string()]);
+        assert_eq!(c.recovery.agents, vec!["mine".to_string()]);
+        assert_eq!((c.recovery.runs, c.recovery.limits.budget), (2, 2));
+        // Only faults that reach an external harness are served.
+        let ids = |f: &[Fault]| {
+            let mut v: Vec<&str> = f.iter().map(|f| f.id()).collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(ids(&c.recovery.faults), ids(&Fault::STAGE));
+        for key in [
+            "policies = [\"outcome\"]",
+            "agent = \"trusting\"",
+            "agents = [\"observant\"]",
+        ] {
+            let e = resolve(
+                &text(&format!("{harness}[recovery]\n{key}\n")),
+                &Overrides::default(),
+            )
+            .unwrap_err()
+            .to_string();
+            let field = key.split(' ').next().unwrap();
+            assert!(
+                e.starts_with(&format!("exp.toml:5: recovery.{field}: under [harness]")),
+                "{e}"
+            );
+        }
+        let e = resolve(
+            &text(&format!(
+                "{harness}[recovery]\nfaults = [\"layout.viewport_changed\"]\n"
+            )),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("recovery.faults: none of these faults can reach"),
+            "{e}"
+        );
+        // Disabled recovery is left as it was.
+        let c = resolve(
+            &text(&format!("{harness}[recovery]\nenabled = false\n")),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert!(!c.recovery.enabled);
+    }
+
+    #[test]
     fn recovery_errors_name_their_table() {
         let e = resolve(
             &text("policies = [\"outcome\"]\n[recovery]\nruns = 0\n"),
