@@ -307,7 +307,12 @@ struct Env {
 
 impl Env {
     fn start(dir: &Path, out: &Path) -> Env {
-        let cfg = config(dir, 1, 1, &[], "");
+        Env::start_with(dir, out, "")
+    }
+
+    /// `extra` goes at the end of the config (after `[harness]`).
+    fn start_with(dir: &Path, out: &Path, extra: &str) -> Env {
+        let cfg = config(dir, 1, 1, &[], extra);
         let mut child = Command::new(env!("CARGO_BIN_EXE_faultline"))
             .args([
                 "env",
@@ -753,4 +758,145 @@ fn a_worker_misbehaving_mid_episode_is_an_infra_error_and_the_recovery_tables_eq
             "{misbehaviour}: every episode stored once"
         );
     }
+}
+
+#[tokio::test]
+async fn an_episode_is_claimed_with_its_budget_and_its_steps_and_report_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::start_with(
+        dir.path(),
+        &dir.path().join("run"),
+        "\n[recovery]\nruns = 1\nbudget = 2\n",
+    );
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let post = |path: String, body: &str| {
+        http.post(format!("{}{path}", env.url))
+            .bearer_auth(&env.token)
+            .body(body.to_string())
+            .send()
+    };
+    let info = run_info(&http, &env).await;
+    assert_eq!(
+        info["items"]["pending"], 12,
+        "8 trials and 4 episodes: {info}"
+    );
+    let (mut trials, mut eps) = (Vec::new(), Vec::new());
+    for _ in 0..12 {
+        let text = post("/v1/claim".into(), "")
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        for secret in [
+            "recovery/",
+            "detection/",
+            "token_leak",
+            "unscaled",
+            "iframe_no_change",
+            "capture_before",
+        ] {
+            assert!(
+                !text.contains(secret),
+                "the claim reveals `{secret}`: {text}"
+            );
+        }
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let item = v["item"].clone();
+        match item["kind"].as_str().unwrap() {
+            "trial" => {
+                assert!(item.get("budget").is_none(), "{item}");
+                trials.push(item);
+            }
+            "episode" => {
+                assert_eq!(item["budget"]["browser_actions"], 2, "{item}");
+                assert_eq!(item["budget"]["max_steps"], 8, "{item}");
+                assert!(item["reply"].is_string() && item["instruction"].is_string());
+                eps.push(item);
+            }
+            other => panic!("kind {other}"),
+        }
+    }
+    assert_eq!((trials.len(), eps.len()), (8, 4));
+    // An episode's lease covers its time limit; a trial's does not need to.
+    assert!(eps[0]["lease_ms"].as_u64() > trials[0]["lease_ms"].as_u64());
+    let steps =
+        |item: &serde_json::Value| format!("/v1/leases/{}/steps", item["lease"].as_str().unwrap());
+    let report =
+        |item: &serde_json::Value| format!("/v1/leases/{}/report", item["lease"].as_str().unwrap());
+    // A trial has no steps.
+    let r = post(steps(&trials[0]), "{}").await.unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("detection trial"));
+    // A malformed step: 400 naming the field; the lease ends (an infra error).
+    let r = post(steps(&eps[0]), r#"{"verdikt": "success"}"#)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("verdikt"));
+    assert_eq!(post(steps(&eps[0]), "{}").await.unwrap().status(), 410);
+    // A report before any step.
+    let r = post(report(&eps[1]), r#"{"stop_reason": "stopped"}"#)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("post step 0"));
+    // A step over the budget.
+    let r = post(
+        steps(&eps[2]),
+        r#"{"verdict": "no_change", "message": "m"}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 200);
+    let told: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(
+        (
+            told["step"].as_u64(),
+            told["browser_actions_left"].as_u64(),
+            told["steps_left"].as_u64()
+        ),
+        (Some(0), Some(2), Some(7))
+    );
+    assert!(
+        told.get("truth").is_none() && told.get("truth_achieved").is_none(),
+        "{told}"
+    );
+    let r = post(
+        steps(&eps[2]),
+        r#"{"reply": "click(1, 2)\nclick(3, 4)\nclick(5, 6)"}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("steps[1].reply"));
+    // A well-formed episode is stored, and only now names its fault.
+    assert_eq!(
+        post(steps(&eps[3]), r#"{"verdict": "no_change"}"#)
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let r = post(steps(&eps[3]), r#"{"reply": "stop()"}"#)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = post(report(&eps[3]), r#"{"stop_reason": "stopped"}"#)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let told: serde_json::Value = r.json().await.unwrap();
+    assert!(
+        told["stored"].as_str().unwrap().starts_with("recovery/"),
+        "{told}"
+    );
+    assert!(
+        told["fault"].is_string() && told.get("recovered").is_some(),
+        "{told}"
+    );
+    let info = run_info(&http, &env).await;
+    assert_eq!(info["items"]["stored"], 1, "{info}");
+    drop(env);
 }
