@@ -624,6 +624,17 @@ mod tests {
             e.contains("recovery.faults: none of these faults can reach"),
             "{e}"
         );
+        // The example config with recovery resolves to the reference harness's episodes.
+        let c = resolve(
+            &ConfigText {
+                name: "playwright-recovery.toml".into(),
+                text: include_str!("../../../examples/harnesses/playwright-recovery.toml").into(),
+            },
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert!(c.recovery.enabled && c.recovery.runs == 3);
+        assert_eq!(c.recovery.agents, vec!["playwright".to_string()]);
         // Disabled recovery is left as it was.
         let c = resolve(
             &text(&format!("{harness}[recovery]\nenabled = false\n")),

@@ -19,6 +19,11 @@
 //!    a built-in trial, with the harness's name as the policy. The report, tables, viewer
 //!    and gate then work exactly as for a built-in run.
 //!
+//! With `[recovery]` enabled the run's recovery episodes are served after its trials
+//! ([`episode`]): the same claim plus the episode's budget, each step posted and
+//! checkpointed against the ledger as a built-in episode's is, the episode stored with the
+//! harness's name as its policy and its agent.
+//!
 //! # The reference faults become conformance probes
 //!
 //! A stage fault cannot be injected into a foreign harness's round trip; instead the
@@ -125,8 +130,9 @@ pub(crate) struct Shared {
     pub out: PathBuf,
 }
 
-/// Runs the detection phase of a run under `[harness]` through the environment API,
-/// then writes the report and the viewer as for a built-in run.
+/// Runs the detection phase (and the recovery phase, when enabled) of a run under
+/// `[harness]` through the environment API, then writes the report and the viewer as for
+/// a built-in run.
 pub async fn run(
     req: &RunRequest,
     db: &mut ResultsDb,
