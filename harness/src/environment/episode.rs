@@ -263,7 +263,11 @@ fn check_step(
     // The budget is counted on the reply as faultline's grammar reads it (a harness's
     // special tokens are plain text to it), as for a built-in agent.
     let actions = parse_reply(&reply).unwrap_or_default();
-    let browser = actions.iter().filter(|a| a.is_browser_action()).count() as u32;
+    // A reply the harness's parser refused executed nothing.
+    let browser = match step.parse_error {
+        Some(_) => 0,
+        None => actions.iter().filter(|a| a.is_browser_action()).count() as u32,
+    };
     if cx.index > 0 && cx.spent + browser > limits.budget {
         return Err(format!(
             "{}: the reply takes {browser} browser action(s) and {} of the budget's {} remain",
@@ -562,6 +566,9 @@ mod tests {
         assert!(check_step(&two, &cx(1, 0), &limits).is_ok());
         let e = check_step(&two, &cx(2, 1), &limits).unwrap_err();
         assert!(e.starts_with("steps[2].reply: the reply takes 2"), "{e}");
+        // A reply the harness's parser refused spent nothing.
+        let refused = step(r#"{"reply": "click(1, 2)\nclick(3, 4)", "parse_error": "bad"}"#);
+        assert_eq!(check_step(&refused, &cx(2, 1), &limits).unwrap().2, 0);
         let e = check_step(&step(r#"{"reply": "stop()"}"#), &cx(3, 0), &limits).unwrap_err();
         assert!(e.contains("max_steps"), "{e}");
         let e = check_step(
