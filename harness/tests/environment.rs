@@ -900,3 +900,76 @@ async fn an_episode_is_claimed_with_its_budget_and_its_steps_and_report_are_chec
     assert_eq!(info["items"]["stored"], 1, "{info}");
     drop(env);
 }
+
+#[test]
+fn served_episodes_resume_and_shard_like_a_built_in_runs() {
+    playwright_available();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = recovery_config(dir.path(), &["grid", "frame"], 1, 2, &[], "", "");
+    let whole = dir.path().join("whole");
+    run(&cfg, &whole);
+    let expected = (
+        stored(&whole),
+        episodes(&whole),
+        std::fs::read_to_string(whole.join("recovery_summary.csv")).unwrap(),
+    );
+    assert_eq!(expected.1.len(), 4, "2 pairs x 1 layout x 2 runs");
+    let same = |out: &Path, what: &str| {
+        assert_eq!(stored(out), expected.0, "{what}: trials");
+        assert_eq!(episodes(out), expected.1, "{what}: episodes");
+        assert_eq!(
+            std::fs::read_to_string(out.join("recovery_summary.csv")).unwrap(),
+            expected.2,
+            "{what}: recovery table"
+        );
+    };
+    // Stopped after one episode, then resumed: every episode stored once.
+    let partial = dir.path().join("partial");
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            partial.to_str().unwrap(),
+        ];
+        a.extend_from_slice(extra);
+        faultline(&a, dir.path())
+    };
+    let (code, o, e) = args(&["--max-episodes", "1"]);
+    assert_eq!(code, 0, "{o}\n{e}");
+    assert_eq!(episodes(&partial).len(), 1);
+    let (code, o, e) = args(&["--resume"]);
+    assert_eq!(code, 0, "{o}\n{e}");
+    same(&partial, "resumed");
+    // Two shards, merged: the unsharded run's rows and tables.
+    let sharded = dir.path().join("sharded");
+    for shard in ["1/2", "2/2"] {
+        let (code, o, e) = faultline(
+            &[
+                "run",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--out",
+                sharded.to_str().unwrap(),
+                "--shard",
+                shard,
+            ],
+            dir.path(),
+        );
+        assert_eq!(code, 0, "{shard}\n{o}\n{e}");
+    }
+    let merged = dir.path().join("merged");
+    let (code, o, e) = faultline(
+        &[
+            "merge",
+            sharded.join("shard-1-of-2").to_str().unwrap(),
+            sharded.join("shard-2-of-2").to_str().unwrap(),
+            "--out",
+            merged.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{o}\n{e}");
+    same(&merged, "merged");
+}
