@@ -38,7 +38,7 @@ use crate::engine::episode::EpisodeLimits;
 use crate::engine::roundtrip::parse::MAX_REPLY_BYTES;
 use crate::engine::roundtrip::CaptureMark;
 use crate::experiment::detection::TrialSpec;
-use crate::experiment::recovery::EpisodeTask;
+use crate::experiment::items::EpisodeTask;
 use anyhow::Result;
 use faultline_analysis::db::{EpisodeRow, EpisodeStepRow};
 use faultline_sites::{Ledger, LedgerEvent, Scope};
@@ -89,7 +89,7 @@ pub(crate) fn episodes(
         return Vec::new();
     }
     let agent: Arc<dyn Agent> = Arc::new(ExternalAgent(name.to_string()));
-    crate::experiment::recovery::episodes(config, decisions, &[agent])
+    crate::experiment::items::episodes(config, decisions, &[agent])
 }
 
 /// An episode as a board item.

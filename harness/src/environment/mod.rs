@@ -204,7 +204,7 @@ async fn serve(
     req: &RunRequest,
     db: &mut ResultsDb,
     specs: Vec<detection::TrialSpec>,
-    episodes: Vec<crate::experiment::recovery::EpisodeTask>,
+    episodes: Vec<crate::experiment::items::EpisodeTask>,
     options: &EnvOptions,
 ) -> Result<(PhaseSummary, Option<PhaseSummary>)> {
     let config = &req.config;
