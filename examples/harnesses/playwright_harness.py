@@ -219,7 +219,6 @@ def scale_of(item, flags):
 
 def run_item(browser, item, flags):
     viewport = item["viewport"]
-    image = item["image"]
     context = browser.new_context(
         viewport={"width": viewport["width"], "height": viewport["height"]}
     )
@@ -397,7 +396,8 @@ def run_episode(browser, item, api, flags, misbehave=None):
             answer, done = terminal(reply)
             if done:
                 # Nothing for the browser: the answer is judged against the newest capture.
-                step = {"reply": reply, "tool_message": "Stopped." if answer is None else f"Answered {answer!r}."}
+                said = "Stopped." if answer is None else f"Answered {answer!r}."
+                step = {"reply": reply, "tool_message": said}
                 if answer is not None:
                     step["answer"] = answer
                 status, told = api.call("POST", steps_path, step)
