@@ -14,6 +14,12 @@ every browser-agent harness has, each small enough to read:
 - a verifier: did the action change the page (every frame, not only the main one), and
   does the observation show the answer it gave?
 
+For a recovery episode it adds an agent: a transparent rule-based loop like faultline's
+built-in `trusting` agent (answer a value the page shows when the instruction asks for
+one; stop when its verifier says success; wait once on no change; else resend the first
+reply's browser actions while the budget allows; else stop). Every step goes through the
+same parser, executor, observation and verifier, so a planted defect acts on every retry.
+
 Each part has a flag that plants the defect faultline's conformance probes look for:
 
   --no-strip-tokens  the parser keeps <|im_end|> in the typed text
@@ -203,9 +209,16 @@ def verify(before, after, answer, tool_msg, trust_tool):
 # ---- one item -----------------------------------------------------------------------
 
 
+def scale_of(item, flags):
+    """How image points become viewport points (the executor's scaling)."""
+    if flags.no_scale:
+        return (1.0, 1.0)
+    viewport, image = item["viewport"], item["image"]
+    return (viewport["width"] / image["width"], viewport["height"] / image["height"])
+
+
 def run_item(browser, item, flags):
     viewport = item["viewport"]
-    image = item["image"]
     context = browser.new_context(
         viewport={"width": viewport["width"], "height": viewport["height"]}
     )
@@ -219,14 +232,7 @@ def run_item(browser, item, flags):
         except (ValueError, json.JSONDecodeError) as e:
             report.update(verdict="fail", message=f"parse error: {e}", tool_message=str(e))
             return report
-        if flags.no_scale:
-            scale = (1.0, 1.0)
-        else:
-            scale = (
-                viewport["width"] / image["width"],
-                viewport["height"] / image["height"],
-            )
-        executed, answer = execute(page, actions, scale)
+        executed, answer = execute(page, actions, scale_of(item, flags))
         hovered = any(v == "hover" for v, _ in actions)
         settle = 0 if flags.no_settle else (HOVER_SETTLE_MS if hovered else SETTLE_MS)
         after = observe(page, settle)
@@ -249,9 +255,167 @@ def run_item(browser, item, flags):
         context.close()
 
 
-def misbehave_now(flags):
-    """True once per marker file: the first item of the first worker to get here."""
-    if not flags.misbehave:
+# ---- the agent (recovery episodes) --------------------------------------------------
+
+BROWSER_VERBS = {"click", "double_click", "right_click", "hover", "type", "press", "scroll"}
+WAIT_MS = 1500
+ASKED = re.compile(r'"([^"]+)".*report the value')
+
+
+def value_shown(text, label):
+    """The number the text shows right after `label: ` (a chart tooltip's `Mar: 57`)."""
+    needle = label + ": "
+    start = text.find(needle)
+    while start != -1:
+        rest = text[start + len(needle):]
+        digits = re.match(r"[0-9.]*", rest).group(0)
+        if digits:
+            return digits
+        start = text.find(needle, start + 1)
+    return None
+
+
+def agent(instruction, first_reply, history, budget_left, observation_text):
+    """The next reply, from what the harness saw and its verifier said. The rules, first
+    match wins: answer a value the instruction asks for when the page shows it; stop on
+    success; wait once on no change; resend the first reply's browser actions while the
+    budget covers them; stop."""
+    asked = ASKED.search(instruction)
+    if asked:
+        value = value_shown(observation_text, asked.group(1))
+        if value is not None:
+            return f"answer({json.dumps(value)})"
+    verdict = history[-1]["verdict"] if history else None
+    if verdict == "success":
+        return "stop()"
+    waited = any(h["reply"].startswith("wait(") for h in history)
+    if verdict == "no_change" and not waited:
+        return f"wait({WAIT_MS})"
+    # The first reply's own lines, kept as written: the harness's parser reads them again.
+    retry = [
+        line
+        for line in first_reply.splitlines()
+        if LINE.match(line) and LINE.match(line).group(1) in BROWSER_VERBS
+    ]
+    if retry and len(retry) <= budget_left:
+        return "\n".join(retry)
+    return "stop()"
+
+
+def terminal(reply):
+    """(answer, True) when the reply only answers or stops: nothing for the browser."""
+    try:
+        actions = parse(reply)
+    except (ValueError, json.JSONDecodeError):
+        return None, False
+    if all(v in ("answer", "stop") for v, _ in actions):
+        answers = [str(a[0]) for v, a in actions if v == "answer"]
+        return (answers[-1] if answers else None), True
+    return None, False
+
+
+def episode_step(page, reply, before, flags, scale, max_wait_ms):
+    """Parses, executes, observes and judges one reply: (the step's report, the
+    observation after it, whether the reply ended the episode)."""
+    try:
+        actions = parse(reply, strip_tokens=not flags.no_strip_tokens)
+    except (ValueError, json.JSONDecodeError) as e:
+        return {"parse_error": str(e), "tool_message": str(e)}, before, True
+    actions = [
+        (v, [min(a[0], max_wait_ms)]) if v == "wait" and a else (v, a) for v, a in actions
+    ]
+    executed, answer = execute(page, actions, scale)
+    hovered = any(v == "hover" for v, _ in actions)
+    settle = 0 if flags.no_settle else (HOVER_SETTLE_MS if hovered else SETTLE_MS)
+    after = observe(page, settle)
+    msg = tool_message(before, after)
+    verdict, message = verify(before, after, answer, msg, flags.trust_tool)
+    step = {
+        "executed": executed,
+        "tool_message": msg,
+        "verdict": verdict,
+        "message": message,
+        "captures": [after["capture"]],
+        "observation_text": after["text"][:4000],
+    }
+    if answer is not None:
+        step["answer"] = answer
+    ended = answer is not None or any(v == "stop" for v, _ in actions)
+    return step, after, ended
+
+
+def run_episode(browser, item, api, flags, misbehave=None):
+    """Runs an episode, posting every step; returns its report (how it ended), or None
+    when a misbehaving worker leaves it unreported."""
+    budget = item["budget"]
+    steps_path = f"/v1/leases/{item['lease']}/steps"
+    deadline = time.monotonic() + budget["time_limit_ms"] / 1000
+    viewport = item["viewport"]
+    context = browser.new_context(
+        viewport={"width": viewport["width"], "height": viewport["height"]}
+    )
+    try:
+        page = context.new_page()
+        page.goto(item["start_url"], wait_until="load")
+        before = observe(page, 0)
+        scale = scale_of(item, flags)
+        # Step 0: the recorded reply, replayed.
+        step, seen, _ = episode_step(
+            page, item["reply"], before, flags, scale, budget["max_wait_ms"]
+        )
+        step["captures"] = [before["capture"]] + step.get("captures", [])
+        history = []
+        reply = item["reply"]
+        while True:
+            status, told = api.call("POST", steps_path, step)
+            if status != 200:
+                raise RuntimeError(f"step refused ({status}): {told}")
+            if misbehave == "crash":
+                os._exit(3)
+            if misbehave == "never-report":
+                return None
+            if misbehave == "garbage":
+                api.raw(f"/v1/leases/{item['lease']}/report", b'{"stop_reason": "maybe"')
+                return None
+            history.append({"reply": reply, "verdict": step.get("verdict")})
+            if "parse_error" in step:
+                return {"stop_reason": "parse_error", "error": step["parse_error"]}
+            if len(history) > 1 and step.get("answer") is not None:
+                return {"stop_reason": "answered"}
+            if told["steps_left"] == 0:
+                return {"stop_reason": "step_cap"}
+            if time.monotonic() >= deadline:
+                return {"stop_reason": "time_limit"}
+            reply = agent(
+                item["instruction"],
+                item["reply"],
+                history,
+                told["browser_actions_left"],
+                seen["text"],
+            )
+            answer, done = terminal(reply)
+            if done:
+                # Nothing for the browser: the answer is judged against the newest capture.
+                said = "Stopped." if answer is None else f"Answered {answer!r}."
+                step = {"reply": reply, "tool_message": said}
+                if answer is not None:
+                    step["answer"] = answer
+                status, told = api.call("POST", steps_path, step)
+                if status != 200:
+                    raise RuntimeError(f"step refused ({status}): {told}")
+                return {"stop_reason": "stopped" if answer is None else "answered"}
+            step, seen, _ = episode_step(
+                page, reply, seen, flags, scale, budget["max_wait_ms"]
+            )
+            step["reply"] = reply
+    finally:
+        context.close()
+
+
+def misbehave_now(flags, kind):
+    """True once per marker file: the first item of `--misbehave-on`'s kind of the first
+    worker to get here."""
+    if not flags.misbehave or kind != flags.misbehave_on:
         return False
     try:
         fd = os.open(flags.misbehave_marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -278,6 +442,12 @@ def main():
         "--misbehave", choices=["crash", "never-report", "garbage", "double"]
     )
     ap.add_argument("--misbehave-marker", default="misbehaved.marker")
+    ap.add_argument(
+        "--misbehave-on",
+        choices=["trial", "episode"],
+        default="trial",
+        help="misbehave on a trial (at once), or on an episode (after its first step)",
+    )
     flags = ap.parse_args()
 
     api = Api(os.environ["FAULTLINE_ENV_URL"], os.environ["FAULTLINE_ENV_TOKEN"])
@@ -311,7 +481,17 @@ def main():
                     time.sleep(body["retry_after_ms"] / 1000)
                     continue
                 path = f"/v1/leases/{item['lease']}/report"
-                bad = misbehave_now(flags) and flags.misbehave
+                bad = misbehave_now(flags, item["kind"]) and flags.misbehave
+                if item["kind"] == "episode" and not flags.dry:
+                    report = run_episode(browser, item, api, flags, bad)
+                    if report is None:
+                        continue
+                    status, told = api.call("POST", path, report)
+                    if status != 200:
+                        print(f"report refused ({status}): {told}", file=sys.stderr)
+                    if bad == "double":
+                        api.call("POST", path, report)
+                    continue
                 if bad == "crash":
                     os._exit(3)
                 if bad == "never-report":
@@ -319,7 +499,11 @@ def main():
                 if bad == "garbage":
                     api.raw(path, b'{"verdict": "maybe"')
                     continue
-                if flags.dry:
+                if flags.dry and item["kind"] == "episode":
+                    step = {"verdict": "no_change", "message": "dry run: not opened"}
+                    api.call("POST", f"/v1/leases/{item['lease']}/steps", step)
+                    report = {"stop_reason": "stopped"}
+                elif flags.dry:
                     report = {"verdict": "no_change", "message": "dry run: not opened"}
                 else:
                     report = run_item(browser, item, flags)

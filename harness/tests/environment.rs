@@ -307,7 +307,12 @@ struct Env {
 
 impl Env {
     fn start(dir: &Path, out: &Path) -> Env {
-        let cfg = config(dir, 1, 1, &[], "");
+        Env::start_with(dir, out, "")
+    }
+
+    /// `extra` goes at the end of the config (after `[harness]`).
+    fn start_with(dir: &Path, out: &Path, extra: &str) -> Env {
+        let cfg = config(dir, 1, 1, &[], extra);
         let mut child = Command::new(env!("CARGO_BIN_EXE_faultline"))
             .args([
                 "env",
@@ -511,4 +516,460 @@ async fn the_api_refuses_what_it_must_and_reveals_no_fault_before_the_report() {
     assert_eq!(twice.status(), 409);
     drop(a);
     drop(b);
+}
+
+// ---- recovery episodes served to the harness ----------------------------------------
+
+/// A config serving `tasks`' reference probes and their recovery episodes (`runs` per
+/// layout) to the reference harness with `flags`; `extra` goes into `[harness]`.
+fn recovery_config(
+    dir: &Path,
+    tasks: &[&str],
+    layouts: u32,
+    runs: u32,
+    flags: &[&str],
+    extra: &str,
+    recovery_extra: &str,
+) -> PathBuf {
+    let mut command = vec![
+        "python3".to_string(),
+        reference_harness().display().to_string(),
+        "--no-shots".to_string(),
+    ];
+    command.extend(flags.iter().map(|f| f.to_string()));
+    let text = format!(
+        "seed = 1\nlayouts = {layouts}\ntasks = {tasks:?}\nfaults = [\"reference\"]\n\n[harness]\nname = \"playwright\"\ncommand = {command:?}\nworkers = 2\n{extra}\n[recovery]\nruns = {runs}\nlayouts = {layouts}\n{recovery_extra}"
+    );
+    let path = dir.join("harness.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// One stored episode, as the recovery tables read it.
+#[derive(Debug, Clone, PartialEq)]
+struct Episode {
+    task: String,
+    fault: String,
+    policy: String,
+    agent: String,
+    fired: bool,
+    success: bool,
+    detected: bool,
+    steps: u32,
+    stop_reason: String,
+}
+
+fn episodes(out: &Path) -> BTreeMap<String, Episode> {
+    let db = Connection::open(out.join("results.sqlite")).unwrap();
+    let mut stmt = db
+        .prepare(
+            "SELECT episode_key, task, fault, policy, agent, fired, success,
+                    detected_at_first_step, steps, stop_reason
+             FROM episodes",
+        )
+        .unwrap();
+    stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            Episode {
+                task: r.get(1)?,
+                fault: r.get(2)?,
+                policy: r.get(3)?,
+                agent: r.get(4)?,
+                fired: r.get(5)?,
+                success: r.get(6)?,
+                detected: r.get(7)?,
+                steps: r.get(8)?,
+                stop_reason: r.get(9)?,
+            },
+        ))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+/// `recovery_summary.csv`'s (n fired, successes, not fired) per task and fault.
+fn recovery_cells(out: &Path) -> BTreeMap<(String, String), (u64, u64, u64)> {
+    let csv = std::fs::read_to_string(out.join("recovery_summary.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f[col("policy")], "playwright", "{l}");
+            assert_eq!(f[col("agent")], "playwright", "{l}");
+            (
+                (f[col("task")].to_string(), f[col("fault")].to_string()),
+                (
+                    f[col("n")].parse().unwrap(),
+                    f[col("successes")].parse().unwrap(),
+                    f[col("not_fired")].parse().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The cells the stored episodes give: fired episodes, those recovered, those not fired.
+fn cells_of(rows: &BTreeMap<String, Episode>) -> BTreeMap<(String, String), (u64, u64, u64)> {
+    let mut cells = BTreeMap::new();
+    for e in rows.values() {
+        let c = cells
+            .entry((e.task.clone(), e.fault.clone()))
+            .or_insert((0, 0, 0));
+        match e.fired {
+            true => {
+                c.0 += 1;
+                c.1 += u64::from(e.success);
+            }
+            false => c.2 += 1,
+        }
+    }
+    cells
+}
+
+#[test]
+fn recovery_episodes_are_stored_under_the_harness_and_a_persistent_defect_is_never_recovered() {
+    playwright_available();
+    let dir = tempfile::tempdir().unwrap();
+    let (layouts, runs) = (2, 2);
+    let tasks = ["grid", "frame"];
+    let mut measured = BTreeMap::new();
+    for flag in [None, Some("--no-scale")] {
+        let sub = dir
+            .path()
+            .join(flag.unwrap_or("clean").trim_start_matches('-'));
+        std::fs::create_dir_all(&sub).unwrap();
+        let flags: Vec<&str> = flag.into_iter().collect();
+        let out = sub.join("run");
+        run(
+            &recovery_config(&sub, &tasks, layouts, runs, &flags, "", ""),
+            &out,
+        );
+        assert!(infra_kinds(&out).is_empty(), "{flag:?}");
+        let rows = episodes(&out);
+        // Every (task, reference fault) pair, layout and run: one episode each, stored
+        // with the harness as both the policy and the agent.
+        assert_eq!(
+            rows.len(),
+            tasks.len() * (layouts * runs) as usize,
+            "{rows:#?}"
+        );
+        for (key, e) in &rows {
+            assert!(key.starts_with("recovery/"), "{key}");
+            assert_eq!(
+                (e.policy.as_str(), e.agent.as_str()),
+                ("playwright", "playwright")
+            );
+            assert!(e.steps >= 1, "{key}: {e:?}");
+        }
+        // The tables are the stored rows' (fired episodes only, not fired apart).
+        assert_eq!(recovery_cells(&out), cells_of(&rows), "{flag:?}");
+        assert!(out.join("recovery.csv").exists());
+        let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+        assert!(report.contains("episode(s)"), "{report}");
+        measured.insert(flag, rows);
+    }
+    let grid = |rows: &BTreeMap<String, Episode>| -> Vec<Episode> {
+        rows.values()
+            .filter(|e| e.task == "grid")
+            .cloned()
+            .collect()
+    };
+    // The clean harness has no unscaled-coordinates defect: its grid episodes are not
+    // fired, and each achieved the task; its frame episodes (whose situation always
+    // arises) are fired and recovered, its verifier right at the first step.
+    let clean = &measured[&None];
+    for e in grid(clean) {
+        assert!(!e.fired && e.success, "{e:?}");
+    }
+    for e in clean.values().filter(|e| e.task == "frame") {
+        assert!(e.fired && e.success && e.detected, "{e:?}");
+    }
+    // The unscaled executor fires on every grid episode, and no retry through the same
+    // executor ever recovers it; the other task is untouched.
+    let no_scale = &measured[&Some("--no-scale")];
+    for e in grid(no_scale) {
+        assert!(e.fired && !e.success, "{e:?}");
+    }
+    let cells = cells_of(no_scale);
+    let n = u64::from(layouts * runs);
+    assert_eq!(
+        cells[&("grid".into(), "execute.unscaled_coordinates".into())],
+        (n, 0, 0)
+    );
+    assert_eq!(
+        cells[&("frame".into(), "feedback.iframe_no_change".into())],
+        cells_of(clean)[&("frame".into(), "feedback.iframe_no_change".into())]
+    );
+}
+
+#[test]
+fn a_worker_misbehaving_mid_episode_is_an_infra_error_and_the_recovery_tables_equal_an_undisturbed_runs(
+) {
+    playwright_available();
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = ["grid", "frame"];
+    // A short episode lease (time limit + lease_ms), for the never-report case.
+    let (harness_extra, recovery_extra) = ("lease_ms = 4000\n", "time_limit_ms = 6000\n");
+    let calm = dir.path().join("calm");
+    std::fs::create_dir_all(&calm).unwrap();
+    let calm_out = calm.join("run");
+    run(
+        &recovery_config(&calm, &tasks, 1, 1, &[], harness_extra, recovery_extra),
+        &calm_out,
+    );
+    let expected = std::fs::read_to_string(calm_out.join("recovery_summary.csv")).unwrap();
+    let calm_rows = episodes(&calm_out);
+    assert_eq!(calm_rows.len(), 2);
+    for (misbehaviour, kind) in [
+        ("crash", "worker_exited"),
+        ("never-report", "lease_expired"),
+        ("garbage", "bad_report"),
+    ] {
+        let sub = dir.path().join(misbehaviour);
+        std::fs::create_dir_all(&sub).unwrap();
+        let marker = sub.join("marker");
+        let out = sub.join("run");
+        let flags = [
+            "--misbehave",
+            misbehaviour,
+            "--misbehave-on",
+            "episode",
+            "--misbehave-marker",
+            marker.to_str().unwrap(),
+        ];
+        run(
+            &recovery_config(&sub, &tasks, 1, 1, &flags, harness_extra, recovery_extra),
+            &out,
+        );
+        assert!(marker.exists(), "{misbehaviour}: the worker misbehaved");
+        assert_eq!(infra_kinds(&out), vec![kind.to_string()], "{misbehaviour}");
+        assert_eq!(
+            std::fs::read_to_string(out.join("recovery_summary.csv")).unwrap(),
+            expected,
+            "{misbehaviour}: the recovery table as undisturbed"
+        );
+        assert_eq!(
+            episodes(&out),
+            calm_rows,
+            "{misbehaviour}: every episode stored once"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_episode_is_claimed_with_its_budget_and_its_steps_and_report_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::start_with(
+        dir.path(),
+        &dir.path().join("run"),
+        "\n[recovery]\nruns = 1\nbudget = 2\n",
+    );
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let post = |path: String, body: &str| {
+        http.post(format!("{}{path}", env.url))
+            .bearer_auth(&env.token)
+            .body(body.to_string())
+            .send()
+    };
+    let info = run_info(&http, &env).await;
+    assert_eq!(
+        info["items"]["pending"], 12,
+        "8 trials and 4 episodes: {info}"
+    );
+    let (mut trials, mut eps) = (Vec::new(), Vec::new());
+    for _ in 0..12 {
+        let text = post("/v1/claim".into(), "")
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        for secret in [
+            "recovery/",
+            "detection/",
+            "token_leak",
+            "unscaled",
+            "iframe_no_change",
+            "capture_before",
+        ] {
+            assert!(
+                !text.contains(secret),
+                "the claim reveals `{secret}`: {text}"
+            );
+        }
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let item = v["item"].clone();
+        match item["kind"].as_str().unwrap() {
+            "trial" => {
+                assert!(item.get("budget").is_none(), "{item}");
+                trials.push(item);
+            }
+            "episode" => {
+                assert_eq!(item["budget"]["browser_actions"], 2, "{item}");
+                assert_eq!(item["budget"]["max_steps"], 8, "{item}");
+                assert!(item["reply"].is_string() && item["instruction"].is_string());
+                eps.push(item);
+            }
+            other => panic!("kind {other}"),
+        }
+    }
+    assert_eq!((trials.len(), eps.len()), (8, 4));
+    // An episode's lease covers its time limit; a trial's does not need to.
+    assert!(eps[0]["lease_ms"].as_u64() > trials[0]["lease_ms"].as_u64());
+    let steps =
+        |item: &serde_json::Value| format!("/v1/leases/{}/steps", item["lease"].as_str().unwrap());
+    let report =
+        |item: &serde_json::Value| format!("/v1/leases/{}/report", item["lease"].as_str().unwrap());
+    // A trial has no steps.
+    let r = post(steps(&trials[0]), "{}").await.unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("detection trial"));
+    // A malformed step: 400 naming the field; the lease ends (an infra error).
+    let r = post(steps(&eps[0]), r#"{"verdikt": "success"}"#)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("verdikt"));
+    assert_eq!(post(steps(&eps[0]), "{}").await.unwrap().status(), 410);
+    // A report before any step.
+    let r = post(report(&eps[1]), r#"{"stop_reason": "stopped"}"#)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("post step 0"));
+    // A step over the budget.
+    let r = post(
+        steps(&eps[2]),
+        r#"{"verdict": "no_change", "message": "m"}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 200);
+    let told: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(
+        (
+            told["step"].as_u64(),
+            told["browser_actions_left"].as_u64(),
+            told["steps_left"].as_u64()
+        ),
+        (Some(0), Some(2), Some(7))
+    );
+    assert!(
+        told.get("truth").is_none() && told.get("truth_achieved").is_none(),
+        "{told}"
+    );
+    let r = post(
+        steps(&eps[2]),
+        r#"{"reply": "click(1, 2)\nclick(3, 4)\nclick(5, 6)"}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("steps[1].reply"));
+    // A well-formed episode is stored, and only now names its fault.
+    assert_eq!(
+        post(steps(&eps[3]), r#"{"verdict": "no_change"}"#)
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let r = post(steps(&eps[3]), r#"{"reply": "stop()"}"#)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = post(report(&eps[3]), r#"{"stop_reason": "stopped"}"#)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let told: serde_json::Value = r.json().await.unwrap();
+    assert!(
+        told["stored"].as_str().unwrap().starts_with("recovery/"),
+        "{told}"
+    );
+    assert!(
+        told["fault"].is_string() && told.get("recovered").is_some(),
+        "{told}"
+    );
+    let info = run_info(&http, &env).await;
+    assert_eq!(info["items"]["stored"], 1, "{info}");
+    drop(env);
+}
+
+#[test]
+fn served_episodes_resume_and_shard_like_a_built_in_runs() {
+    playwright_available();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = recovery_config(dir.path(), &["grid", "frame"], 1, 2, &[], "", "");
+    let whole = dir.path().join("whole");
+    run(&cfg, &whole);
+    let expected = (
+        stored(&whole),
+        episodes(&whole),
+        std::fs::read_to_string(whole.join("recovery_summary.csv")).unwrap(),
+    );
+    assert_eq!(expected.1.len(), 4, "2 pairs x 1 layout x 2 runs");
+    let same = |out: &Path, what: &str| {
+        assert_eq!(stored(out), expected.0, "{what}: trials");
+        assert_eq!(episodes(out), expected.1, "{what}: episodes");
+        assert_eq!(
+            std::fs::read_to_string(out.join("recovery_summary.csv")).unwrap(),
+            expected.2,
+            "{what}: recovery table"
+        );
+    };
+    // Stopped after one episode, then resumed: every episode stored once.
+    let partial = dir.path().join("partial");
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            partial.to_str().unwrap(),
+        ];
+        a.extend_from_slice(extra);
+        faultline(&a, dir.path())
+    };
+    let (code, o, e) = args(&["--max-episodes", "1"]);
+    assert_eq!(code, 0, "{o}\n{e}");
+    assert_eq!(episodes(&partial).len(), 1);
+    let (code, o, e) = args(&["--resume"]);
+    assert_eq!(code, 0, "{o}\n{e}");
+    same(&partial, "resumed");
+    // Two shards, merged: the unsharded run's rows and tables.
+    let sharded = dir.path().join("sharded");
+    for shard in ["1/2", "2/2"] {
+        let (code, o, e) = faultline(
+            &[
+                "run",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--out",
+                sharded.to_str().unwrap(),
+                "--shard",
+                shard,
+            ],
+            dir.path(),
+        );
+        assert_eq!(code, 0, "{shard}\n{o}\n{e}");
+    }
+    let merged = dir.path().join("merged");
+    let (code, o, e) = faultline(
+        &[
+            "merge",
+            sharded.join("shard-1-of-2").to_str().unwrap(),
+            sharded.join("shard-2-of-2").to_str().unwrap(),
+            "--out",
+            merged.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{o}\n{e}");
+    same(&merged, "merged");
 }

@@ -1,6 +1,7 @@
 //! Resolver of the `[harness]` section: an external harness under test.
 
-use super::file::HarnessFile;
+use super::file::{HarnessFile, RecoveryFile};
+use super::RecoveryConfig;
 use anyhow::{bail, Result};
 use faultline_faults::Fault;
 use serde::{Deserialize, Serialize};
@@ -79,6 +80,46 @@ pub(super) fn resolve_harness(
         workers,
         lease_ms,
     })
+}
+
+/// The `[recovery]` section of a run under `[harness]`: the episodes are served to the
+/// harness, whose own verifier tells its own agent, so its name is the one policy and the
+/// one agent. `runs` repeats every episode as for a built-in agent (an external agent may
+/// act differently each time). Only the faults that reach an external harness are kept.
+pub(super) fn external_recovery(
+    mut recovery: RecoveryConfig,
+    file: Option<&RecoveryFile>,
+    harness: &HarnessConfig,
+    at: &dyn Fn(&str) -> String,
+) -> Result<RecoveryConfig> {
+    if !recovery.enabled {
+        return Ok(recovery);
+    }
+    if let Some(f) = file {
+        for (key, set) in [
+            ("policies", f.policies.is_some()),
+            ("agent", f.agent.is_some()),
+            ("agents", f.agents.is_some()),
+        ] {
+            if set {
+                bail!(
+                    "{}: under [harness] the harness's own verifier tells its own agent; remove `{key}` (both are stored as `{}`)",
+                    at(key),
+                    harness.name
+                );
+            }
+        }
+    }
+    recovery.policies = vec![harness.name.clone()];
+    recovery.agents = vec![harness.name.clone()];
+    recovery.faults.retain(|f| reaches_external(*f));
+    if recovery.faults.is_empty() {
+        bail!(
+            "{}: none of these faults can reach an external harness (they need faultline's own round trip or browser); choose network, page or self-report faults, or `reference`",
+            at("faults")
+        );
+    }
+    Ok(recovery)
 }
 
 /// The faults an external harness can meet: everything the fixture server injects

@@ -393,12 +393,14 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         Some(e) => Some(plugin_spec("exec", &e.command, e.timeout_ms, &at("exec"))?),
         None => None,
     };
-    if harness.is_some() && recovery.enabled {
-        bail!(
-            "{}: recovery episodes are not served to an external harness yet; set `enabled = false` or drop [recovery]",
-            at("recovery")
-        );
-    }
+    let recovery = match &harness {
+        Some(h) => {
+            harness::external_recovery(recovery, recovery_file.as_ref(), h, &|key: &str| {
+                at(&format!("recovery.{key}"))
+            })?
+        }
+        None => recovery,
+    };
     if recovery.agents.iter().any(|a| a == "exec") && exec.is_none() {
         bail!(
             "{}: the `exec` agent needs an [exec] section with a command",
@@ -569,6 +571,77 @@ mod tests {
         let c = resolve(&load_text(None).unwrap(), &o).unwrap();
         assert_eq!(c.faults, vec![Fault::Modal]);
         assert_eq!(c.recovery.faults, vec![Fault::Modal]);
+    }
+
+    #[test]
+    fn a_harness_run_may_serve_recovery_episodes_to_its_own_agent() {
+        let harness = "[harness]\nname = \"mine\"\ncommand = [\"h\"]\n";
+        let c = resolve(
+            &text(&format!(
+                "faults = [\"reference\"]\n{harness}[recovery]\nruns = 2\nbudget = 2\nfaults = [\"reference\", \"layout.viewport_changed\"]\n"
+            )),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert!(c.recovery.enabled);
+        // The harness's verifier tells the harness's agent: one policy, one agent.
+        assert_eq!(c.recovery.policies, vec!["mine".to_string()]);
+        assert_eq!(c.recovery.agents, vec!["mine".to_string()]);
+        assert_eq!((c.recovery.runs, c.recovery.limits.budget), (2, 2));
+        // Only faults that reach an external harness are served.
+        let ids = |f: &[Fault]| {
+            let mut v: Vec<&str> = f.iter().map(|f| f.id()).collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(ids(&c.recovery.faults), ids(&Fault::STAGE));
+        for key in [
+            "policies = [\"outcome\"]",
+            "agent = \"trusting\"",
+            "agents = [\"observant\"]",
+        ] {
+            let e = resolve(
+                &text(&format!("{harness}[recovery]\n{key}\n")),
+                &Overrides::default(),
+            )
+            .unwrap_err()
+            .to_string();
+            let field = key.split(' ').next().unwrap();
+            assert!(
+                e.starts_with(&format!("exp.toml:5: recovery.{field}: under [harness]")),
+                "{e}"
+            );
+        }
+        let e = resolve(
+            &text(&format!(
+                "{harness}[recovery]\nfaults = [\"layout.viewport_changed\"]\n"
+            )),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("recovery.faults: none of these faults can reach"),
+            "{e}"
+        );
+        // The example config with recovery resolves to the reference harness's episodes.
+        let c = resolve(
+            &ConfigText {
+                name: "playwright-recovery.toml".into(),
+                text: include_str!("../../../examples/harnesses/playwright-recovery.toml").into(),
+            },
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert!(c.recovery.enabled && c.recovery.runs == 3);
+        assert_eq!(c.recovery.agents, vec!["playwright".to_string()]);
+        // Disabled recovery is left as it was.
+        let c = resolve(
+            &text(&format!("{harness}[recovery]\nenabled = false\n")),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert!(!c.recovery.enabled);
     }
 
     #[test]

@@ -4,9 +4,12 @@
 //! - `GET /v1/run`: the run's harness name, viewport and item counts;
 //! - `POST /v1/claim` (body `{"worker": "w1"}`, optional): the next item, or
 //!   `{"item": null, "done": bool, "retry_after_ms": N}` when none waits;
-//! - `POST /v1/leases/{lease}/report` (a [`super::report::Report`]): stores the item and
-//!   answers with its fault, whether it fired and the ledger's truth — the first moment
-//!   the harness may learn them.
+//! - `POST /v1/leases/{lease}/steps` (a [`super::episode::StepReport`], episodes only):
+//!   checkpoints one step of an episode and answers with what is left of its budget;
+//! - `POST /v1/leases/{lease}/report` (a [`super::report::Report`] for a trial, an
+//!   [`super::episode::EpisodeReport`] for an episode): stores the item and answers with
+//!   its fault, whether it fired and the ledger's truth — the first moment the harness
+//!   may learn them.
 //!
 //! Every error is a 4xx or 5xx with one line of JSON, `{"error": "..."}`. A report that
 //! cannot be stored for its item's sake (malformed, out of bounds) is also an
@@ -58,6 +61,7 @@ impl Api {
             .route("/v1/run", get(run_info))
             .route("/v1/claim", post(claim))
             .route("/v1/leases/{lease}/report", post(report))
+            .route("/v1/leases/{lease}/steps", post(step))
             .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route (see GET /v1/run)") })
             .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
             .with_state(shared);
@@ -165,9 +169,9 @@ async fn claim(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
         }))
         .into_response();
     };
-    let d = spec.decision();
+    let d = spec.spec().decision();
     let layout = d.layout();
-    let offered = offer(&spec, shared.viewport);
+    let offered = offer(spec.spec(), shared.viewport);
     // A fresh scope per attempt: opened and armed before the harness can load the page.
     let scope = Scope::random();
     shared.scorer.open(&scope);
@@ -179,7 +183,10 @@ async fn claim(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
     let mut item = json!({
         "lease": lease_id,
         "item": opaque_item_id(&shared.token, spec.key()),
-        "kind": "trial",
+        "kind": match spec {
+            super::board::Item::Trial(_) => "trial",
+            super::board::Item::Episode(_) => "episode",
+        },
         "task": d.task,
         "layout_index": d.layout_index,
         "instruction": d.instruction,
@@ -198,6 +205,9 @@ async fn claim(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
             .as_millis() as u64
     };
     item["lease_ms"] = json!(deadline_ms);
+    if let super::board::Item::Episode(_) = spec {
+        item["budget"] = super::episode::budget(&shared.limits);
+    }
     Json(json!({ "item": item })).into_response()
 }
 
@@ -230,6 +240,9 @@ async fn report(
     let Some(lease) = taken else {
         return not_leased(&shared, &lease_id);
     };
+    if lease.episode.is_some() {
+        return report_episode(&shared, lease_id, lease, &body).await;
+    }
     let parsed = parse_report(&body).and_then(|r| r.check().map_err(|e| format!("report: {e}")));
     let checked = match parsed {
         Ok(c) => c,
@@ -316,4 +329,109 @@ fn bad_report(shared: &Shared, lease_id: String, lease: Lease, reason: &str) -> 
         StatusCode::BAD_REQUEST,
         format!("{reason}; the item is offered again"),
     )
+}
+
+/// `POST /v1/leases/{lease}/steps`: one step of an episode, checkpointed. A step that
+/// breaks the episode's rules ends the lease as a bad report (the item is offered again).
+async fn step(
+    State(shared): State<Arc<Shared>>,
+    Path(lease_id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Some(r) = refused(&shared, &headers) {
+        return r;
+    }
+    let context = {
+        let board = shared.board.lock().expect("not poisoned");
+        board
+            .leased(&lease_id)
+            .map(|l| super::episode::context(&board, l))
+    };
+    let Some(context) = context else {
+        return not_leased(&shared, &lease_id);
+    };
+    let checked = context.and_then(|cx| {
+        let de = &mut serde_json::Deserializer::from_slice(&body);
+        let step: super::episode::StepReport =
+            serde_path_to_error::deserialize(de).map_err(|e| match e.path().to_string() {
+                p if p == "." => format!("step: {}", e.inner()),
+                p => format!("step.{p}: {}", e.inner()),
+            })?;
+        Ok((cx, step))
+    });
+    let result = match checked {
+        Ok((cx, step)) => super::episode::checkpoint(&shared, &lease_id, cx, step).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(told) => Json(told).into_response(),
+        Err(reason) => {
+            let taken = shared.board.lock().expect("not poisoned").take(&lease_id);
+            match taken {
+                Some(lease) => bad_report(&shared, lease_id, lease, &reason),
+                None => not_leased(&shared, &lease_id),
+            }
+        }
+    }
+}
+
+/// An episode's report: how it ended, checked against its steps; the episode scored from
+/// the ledger and stored.
+async fn report_episode(shared: &Shared, lease_id: String, lease: Lease, body: &[u8]) -> Response {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    let parsed: Result<super::episode::EpisodeReport, String> =
+        serde_path_to_error::deserialize(de).map_err(|e| match e.path().to_string() {
+            p if p == "." => format!("report: {}", e.inner()),
+            p => format!("report.{p}: {}", e.inner()),
+        });
+    let end = match parsed
+        .and_then(|end| super::episode::check_end(&lease, &end, &shared.limits).map(|()| end))
+    {
+        Ok(end) => end,
+        Err(reason) => return bad_report(shared, lease_id, lease, &reason),
+    };
+    let item = lease.item;
+    let mut lease = lease;
+    let scored = match super::episode::score(shared, &mut lease, end).await {
+        Ok(s) => s,
+        Err(e) => {
+            let row = fail_lease(
+                shared,
+                &lease_id,
+                lease,
+                InfraKind::Harness,
+                &format!("{e:#}"),
+            );
+            let _ = shared.store.send(ToStore::Infra(vec![row]));
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("the episode could not be scored ({e:#}); it is offered again"),
+            );
+        }
+    };
+    let (done, stored) = oneshot::channel();
+    let sent = shared.store.send(ToStore::Episode {
+        row: Box::new(scored.row),
+        steps: scored.steps,
+        done,
+    });
+    match (sent, stored.await) {
+        (Ok(()), Ok(Ok(()))) => {
+            shared
+                .board
+                .lock()
+                .expect("not poisoned")
+                .stored(lease_id, item);
+            Json(scored.told).into_response()
+        }
+        (_, Ok(Err(e))) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the episode could not be stored: {e:#}"),
+        ),
+        _ => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the run is ending; the episode was not stored",
+        ),
+    }
 }

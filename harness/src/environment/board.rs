@@ -6,6 +6,7 @@
 //! its ledger taken, so no scope outlives its item and no page can write into a ledger
 //! that is scored later.
 
+use super::episode::{EpisodeItem, EpisodeProgress};
 use super::offer::Offered;
 use super::Shared;
 use crate::experiment::detection::TrialSpec;
@@ -30,11 +31,38 @@ pub struct Lease {
     pub deadline: Instant,
     /// The worker that claimed it, as it named itself (`FAULTLINE_WORKER`).
     pub worker: Option<String>,
+    /// An episode's steps checkpointed so far (`None` for a trial).
+    pub episode: Option<EpisodeProgress>,
+}
+
+/// One item of the board: a detection trial, or a recovery episode.
+#[derive(Clone)]
+pub enum Item {
+    /// A detection trial: the harness replays the reply and reports its verdict.
+    Trial(TrialSpec),
+    /// A recovery episode: the harness replays the reply, then its agent acts until it
+    /// stops, checkpointing each step.
+    Episode(EpisodeItem),
+}
+
+impl Item {
+    /// The item's stable key (a trial's or an episode's).
+    pub fn key(&self) -> &str {
+        self.spec().key()
+    }
+
+    /// What is handed first: the recorded decision with its fault (an episode's step 0).
+    pub fn spec(&self) -> &TrialSpec {
+        match self {
+            Item::Trial(s) => s,
+            Item::Episode(e) => &e.start,
+        }
+    }
 }
 
 /// The items of one environment run and their leases. See the module documentation.
 pub struct Board {
-    items: Vec<TrialSpec>,
+    items: Vec<Item>,
     pending: VecDeque<usize>,
     leases: HashMap<String, Lease>,
     /// Leases already reported, with the item they were for (a second report is refused).
@@ -44,14 +72,15 @@ pub struct Board {
     failures: Vec<u32>,
     retries: u32,
     lease: Duration,
+    episode_lease: Duration,
     stored: usize,
     given_up: usize,
 }
 
 impl Board {
-    /// A board offering `items` in order, each failing at most `retries + 1` times, each
-    /// lease lasting `lease`.
-    pub fn new(items: Vec<TrialSpec>, retries: u32, lease: Duration) -> Board {
+    /// A board offering `items` in order, each failing at most `retries + 1` times, a
+    /// trial's lease lasting `lease` and an episode's `episode_lease`.
+    pub fn new(items: Vec<Item>, retries: u32, lease: Duration, episode_lease: Duration) -> Board {
         Board {
             pending: (0..items.len()).collect(),
             failures: vec![0; items.len()],
@@ -61,13 +90,14 @@ impl Board {
             ended: HashMap::new(),
             retries,
             lease,
+            episode_lease,
             stored: 0,
             given_up: 0,
         }
     }
 
     /// The item at `index`.
-    pub fn item(&self, index: usize) -> &TrialSpec {
+    pub fn item(&self, index: usize) -> &Item {
         &self.items[index]
     }
 
@@ -86,7 +116,11 @@ impl Board {
         worker: Option<String>,
     ) -> Instant {
         let now = Instant::now();
-        let deadline = now + self.lease;
+        let (lease, episode) = match &self.items[item] {
+            Item::Trial(_) => (self.lease, None),
+            Item::Episode(_) => (self.episode_lease, Some(EpisodeProgress::default())),
+        };
+        let deadline = now + lease;
         self.leases.insert(
             id,
             Lease {
@@ -96,9 +130,20 @@ impl Board {
                 claimed: now,
                 deadline,
                 worker,
+                episode,
             },
         );
         deadline
+    }
+
+    /// Lease `id`, while it is out.
+    pub fn leased(&self, id: &str) -> Option<&Lease> {
+        self.leases.get(id)
+    }
+
+    /// Lease `id`, while it is out (an episode's step is checkpointed into it).
+    pub fn lease_mut(&mut self, id: &str) -> Option<&mut Lease> {
+        self.leases.get_mut(id)
     }
 
     /// Takes lease `id` off the board to report it.
@@ -231,6 +276,7 @@ pub(crate) fn discard_scope(shared: &Shared, lease: &Lease) {
         .lock()
         .expect("not poisoned")
         .item(lease.item)
+        .spec()
         .decision()
         .layout();
     let _ = shared.scorer.score(&lease.scope, &layout);

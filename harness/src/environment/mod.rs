@@ -19,6 +19,11 @@
 //!    a built-in trial, with the harness's name as the policy. The report, tables, viewer
 //!    and gate then work exactly as for a built-in run.
 //!
+//! With `[recovery]` enabled the run's recovery episodes are served after its trials
+//! ([`episode`]): the same claim plus the episode's budget, each step posted and
+//! checkpointed against the ledger as a built-in episode's is, the episode stored with the
+//! harness's name as its policy and its agent.
+//!
 //! # The reference faults become conformance probes
 //!
 //! A stage fault cannot be injected into a foreign harness's round trip; instead the
@@ -44,6 +49,7 @@
 
 pub mod api;
 pub mod board;
+pub mod episode;
 pub mod offer;
 pub mod report;
 pub mod workers;
@@ -54,7 +60,9 @@ use crate::experiment::phase::PhaseSummary;
 use crate::experiment::{detection, RunRequest, RunSummary};
 use anyhow::{anyhow, bail, Context, Result};
 use board::Board;
-use faultline_analysis::db::{InfraErrorRow, ResultsDb, TrialRow, VerdictRow};
+use faultline_analysis::db::{
+    EpisodeRow, EpisodeStepRow, InfraErrorRow, ResultsDb, TrialRow, VerdictRow,
+};
 use faultline_sites::FixtureServer;
 use faultline_tasks::DecisionSet;
 use std::net::SocketAddr;
@@ -97,6 +105,12 @@ pub(crate) enum ToStore {
         shots: Vec<(PathBuf, Vec<u8>)>,
         done: oneshot::Sender<Result<()>>,
     },
+    /// A scored episode: its row and its steps.
+    Episode {
+        row: Box<EpisodeRow>,
+        steps: Vec<EpisodeStepRow>,
+        done: oneshot::Sender<Result<()>>,
+    },
     /// Infrastructure errors (the item is offered again or given up on by the board).
     Infra(Vec<InfraErrorRow>),
 }
@@ -110,12 +124,15 @@ pub(crate) struct Shared {
     pub token: String,
     pub harness: String,
     pub viewport: faultline_tasks::Size,
+    /// An episode's budget and step cap (the built-in episode's).
+    pub limits: crate::engine::episode::EpisodeLimits,
     pub store: mpsc::UnboundedSender<ToStore>,
     pub out: PathBuf,
 }
 
-/// Runs the detection phase of a run under `[harness]` through the environment API,
-/// then writes the report and the viewer as for a built-in run.
+/// Runs the detection phase (and the recovery phase, when enabled) of a run under
+/// `[harness]` through the environment API, then writes the report and the viewer as for
+/// a built-in run.
 pub async fn run(
     req: &RunRequest,
     db: &mut ResultsDb,
@@ -140,7 +157,8 @@ pub async fn run(
         )));
     }
     let mut specs = detection::specs(config, &decisions.0);
-    let shard_items = crate::experiment::keep_shard(req, &mut specs, &mut Vec::new())?;
+    let mut episodes = episode::episodes(config, &decisions.0, &harness.name);
+    let shard_items = crate::experiment::keep_shard(req, &mut specs, &mut episodes)?;
     crate::experiment::store_manifest(
         req,
         db,
@@ -149,14 +167,17 @@ pub async fn run(
         shard_items,
     )?;
     std::fs::create_dir_all(req.out.join("shots"))?;
-    let summary = serve(req, db, specs, options).await?;
+    let (summary, recovery) = serve(req, db, specs, episodes, options).await?;
     let analysis = faultline_analysis::report::default_config(db)?;
     let files = faultline_analysis::report::write_all(db, &req.out, &req.out, &analysis)?;
     let view = faultline_viewer::generate(&req.out, &req.out.join("view"))?;
-    if summary.run > 0 && summary.failed == summary.run {
+    let (run, failed) = (
+        summary.run + recovery.as_ref().map_or(0, |r| r.run),
+        summary.failed + recovery.as_ref().map_or(0, |r| r.failed),
+    );
+    if run > 0 && failed == run {
         bail!(
-            "the harness measured nothing: all {} of its items failed (listed in {}); fix the cause and run again with --resume",
-            summary.run,
+            "the harness measured nothing: all {run} of its items failed (listed in {}); fix the cause and run again with --resume",
             files.report_md.display()
         );
     }
@@ -167,9 +188,9 @@ pub async fn run(
         trials_skipped: summary.skipped,
         detection_wall: summary.wall,
         detection_jobs: summary.jobs,
-        recovery: None,
-        infra_failures: summary.infra_failures,
-        failed_items: summary.failed,
+        infra_failures: summary.infra_failures + recovery.as_ref().map_or(0, |r| r.infra_failures),
+        failed_items: failed,
+        recovery,
         policy_errors: 0,
         browser_restarts: 0,
         report: files.report_md,
@@ -177,13 +198,15 @@ pub async fn run(
     })
 }
 
-/// Serves `specs` not stored yet until each is stored or given up on.
+/// Serves the trials and episodes not stored yet until each is stored or given up on;
+/// returns the detection phase's summary and, when there are episodes, the recovery's.
 async fn serve(
     req: &RunRequest,
     db: &mut ResultsDb,
     specs: Vec<detection::TrialSpec>,
+    episodes: Vec<crate::experiment::items::EpisodeTask>,
     options: &EnvOptions,
-) -> Result<PhaseSummary> {
+) -> Result<(PhaseSummary, Option<PhaseSummary>)> {
     let config = &req.config;
     let harness = config.harness.as_ref().expect("a [harness]");
     let started = Instant::now();
@@ -193,6 +216,17 @@ async fn serve(
     let finished = db.finished_keys()?;
     let (total, skipped, todo) =
         crate::experiment::phase::pending(specs, |s| s.key_string(), &finished, req.max_trials);
+    let trials_todo = todo.len();
+    let recovery_on = !episodes.is_empty() || config.recovery.enabled;
+    let finished_episodes = db.finished_episode_keys()?;
+    let (episodes_total, episodes_skipped, episodes_todo) = crate::experiment::phase::pending(
+        episodes,
+        |e| e.key_string(),
+        &finished_episodes,
+        req.max_episodes,
+    );
+    let mut todo: Vec<board::Item> = todo.into_iter().map(board::Item::Trial).collect();
+    todo.extend(episodes_todo.iter().map(episode::item));
     let todo_len = todo.len();
     let (server, key) = FixtureServer::start_loopback()
         .await
@@ -203,12 +237,17 @@ async fn serve(
             todo,
             config.liveness.retries,
             Duration::from_millis(harness.lease_ms),
+            episode::lease(
+                &config.recovery.limits,
+                Duration::from_millis(harness.lease_ms),
+            ),
         )),
         server: Arc::new(server),
         scorer: Arc::new(Scorer::new(key)),
         token: api::new_token(),
         harness: harness.name.clone(),
         viewport: config.viewport,
+        limits: config.recovery.limits,
         store: store_tx,
         out: req.out.clone(),
     });
@@ -241,7 +280,7 @@ async fn serve(
         _ => None,
     };
 
-    let (mut stored, mut infra_failures) = (0usize, 0usize);
+    let (mut stored, mut stored_episodes, mut infra_failures) = (0usize, 0usize, 0usize);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let outcome: Result<()> = loop {
         if shared.board.lock().expect("not poisoned").settled() {
@@ -253,6 +292,17 @@ async fn serve(
                     let r = store_trial(db, &row, &verdict, &shots);
                     if r.is_ok() {
                         stored += 1;
+                    }
+                    let failed = r.as_ref().err().map(|e| format!("{e:#}"));
+                    let _ = done.send(r);
+                    if let Some(e) = failed {
+                        break Err(anyhow!(e));
+                    }
+                }
+                Some(ToStore::Episode { row, steps, done }) => {
+                    let r = store_episode(db, &row, &steps);
+                    if r.is_ok() {
+                        stored_episodes += 1;
                     }
                     let failed = r.as_ref().err().map(|e| format!("{e:#}"));
                     let _ = done.send(r);
@@ -296,6 +346,11 @@ async fn serve(
                 stored += usize::from(r.is_ok());
                 let _ = done.send(r);
             }
+            ToStore::Episode { row, steps, done } => {
+                let r = store_episode(db, &row, &steps);
+                stored_episodes += usize::from(r.is_ok());
+                let _ = done.send(r);
+            }
             ToStore::Infra(rows) => {
                 infra_failures += rows.len();
                 db.insert_infra_errors(&rows)?;
@@ -313,20 +368,36 @@ async fn serve(
         }
     }
     outcome?;
-    let failed = todo_len.saturating_sub(stored);
-    Ok(PhaseSummary {
+    // The infrastructure failures are the run's: they are counted once, with detection.
+    let detection = PhaseSummary {
         total,
-        run: todo_len,
+        run: trials_todo,
         skipped,
         wall: started.elapsed(),
         infra_failures,
-        failed,
+        failed: trials_todo.saturating_sub(stored),
         cassette_misses: 0,
         policy_errors: 0,
         started_at,
         cost: Default::default(),
         jobs: harness.workers,
-    })
+    };
+    let recovery = recovery_on.then(|| PhaseSummary {
+        total: episodes_total,
+        run: episodes_todo.len(),
+        skipped: episodes_skipped,
+        infra_failures: 0,
+        failed: episodes_todo.len().saturating_sub(stored_episodes),
+        ..detection.clone()
+    });
+    Ok((detection, recovery))
+}
+
+/// Stores one scored episode (its row and steps in one transaction).
+fn store_episode(db: &mut ResultsDb, row: &EpisodeRow, steps: &[EpisodeStepRow]) -> Result<()> {
+    let path = db.path().display().to_string();
+    db.insert_episode(row, steps)
+        .with_context(|| format!("writing {path}"))
 }
 
 /// Stores one scored trial (its screenshots first, then its rows in one transaction).

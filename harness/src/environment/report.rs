@@ -80,29 +80,8 @@ pub struct Checked {
 impl Report {
     /// Checks the report's bounds: the reason is what the harness is told.
     pub fn check(self) -> Result<Checked, String> {
-        if self.captures.len() > MAX_CAPTURES {
-            return Err(format!(
-                "captures: at most {MAX_CAPTURES}, found {}",
-                self.captures.len()
-            ));
-        }
-        for (i, c) in self.captures.iter().enumerate() {
-            if !(c.begin_ms.is_finite() && c.end_ms.is_finite() && c.begin_ms <= c.end_ms)
-                || c.begin_ms < 0.0
-            {
-                return Err(format!(
-                    "captures[{i}]: expected finite page-clock milliseconds with begin_ms <= end_ms"
-                ));
-            }
-        }
-        if let Some(e) = &self.executed {
-            if !e.is_array() {
-                return Err("executed: expected a JSON array".into());
-            }
-            if e.to_string().len() > MAX_TEXT_BYTES {
-                return Err(format!("executed: over {MAX_TEXT_BYTES} bytes"));
-            }
-        }
+        check_captures(&self.captures)?;
+        check_executed(self.executed.as_ref())?;
         if self.answer.as_ref().is_some_and(|a| a.len() > 1024) {
             return Err("answer: over 1024 bytes".into());
         }
@@ -129,6 +108,39 @@ impl Report {
     }
 }
 
+/// Checks a report's (or an episode step's) capture intervals.
+pub(crate) fn check_captures(captures: &[CaptureInterval]) -> Result<(), String> {
+    if captures.len() > MAX_CAPTURES {
+        return Err(format!(
+            "captures: at most {MAX_CAPTURES}, found {}",
+            captures.len()
+        ));
+    }
+    for (i, c) in captures.iter().enumerate() {
+        if !(c.begin_ms.is_finite() && c.end_ms.is_finite() && c.begin_ms <= c.end_ms)
+            || c.begin_ms < 0.0
+        {
+            return Err(format!(
+                "captures[{i}]: expected finite page-clock milliseconds with begin_ms <= end_ms"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a report's (or an episode step's) `executed` list.
+pub(crate) fn check_executed(executed: Option<&serde_json::Value>) -> Result<(), String> {
+    if let Some(e) = executed {
+        if !e.is_array() {
+            return Err("executed: expected a JSON array".into());
+        }
+        if e.to_string().len() > MAX_TEXT_BYTES {
+            return Err(format!("executed: over {MAX_TEXT_BYTES} bytes"));
+        }
+    }
+    Ok(())
+}
+
 /// The scored item: its row, the harness's verdict, its screenshots; and what the
 /// harness is told back once it is stored.
 pub(crate) struct Scored {
@@ -150,6 +162,7 @@ pub(crate) async fn score(shared: &Shared, lease: &Lease, checked: Checked) -> R
         .lock()
         .expect("not poisoned")
         .item(lease.item)
+        .spec()
         .clone();
     let layout = spec.decision().layout();
     // Events the page sent just before the report are let in (a keepalive request may

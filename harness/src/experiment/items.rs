@@ -50,6 +50,22 @@ impl TrialSpec {
     pub fn trial_seed(&self) -> u64 {
         self.trial_seed
     }
+
+    /// The recorded decision of an episode, replayed with its fault at step 0 under the
+    /// episode's key and seed: what an external harness is handed first for an episode.
+    pub(crate) fn episode_start(
+        key: &str,
+        decision: Arc<Decision>,
+        fault: Fault,
+        seed: u64,
+    ) -> TrialSpec {
+        TrialSpec {
+            key: key.to_string(),
+            decision,
+            fault: Some(fault),
+            trial_seed: seed,
+        }
+    }
 }
 
 /// Every trial of the detection phase, in a fixed order: per task, per layout, each of the
@@ -111,6 +127,31 @@ impl EpisodeTask {
     /// The task the replayed decision was recorded for.
     pub fn task(&self) -> faultline_tasks::TaskKind {
         self.decision.task
+    }
+
+    /// The key as the owned string it is stored as.
+    pub fn key_string(&self) -> &String {
+        &self.key
+    }
+
+    /// The recorded decision replayed at step 0.
+    pub fn decision(&self) -> &Arc<Decision> {
+        &self.decision
+    }
+
+    /// The fault armed for the whole episode.
+    pub fn fault(&self) -> Fault {
+        self.fault
+    }
+
+    /// The repetition, from 0.
+    pub fn run(&self) -> u32 {
+        self.run
+    }
+
+    /// The episode's seed (derived from the root seed and the key).
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 }
 

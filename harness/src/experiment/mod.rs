@@ -217,7 +217,8 @@ pub async fn run_as(
     let identity = serde_json::to_string(&req.config.identity())?;
     // The agents are built before the browser starts, so a bad endpoint config or a
     // missing replay cassette stops the run before any trial.
-    let agents = match req.config.recovery.enabled {
+    // An external harness's agent acts in the harness: there is nothing to build.
+    let agents = match req.config.recovery.enabled && req.config.harness.is_none() {
         true => req
             .config
             .recovery
