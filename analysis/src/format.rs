@@ -26,6 +26,15 @@ pub fn ci_columns(e: Option<&Estimate>) -> String {
     }
 }
 
+/// The three interval fields `ci_low`, `ci_high`, `ci_method` of [`ci_columns`], apart
+/// (empty without an estimate).
+pub fn ci_cells(e: Option<&Estimate>) -> [String; 3] {
+    match e {
+        Some(e) => [fmt4(e.lower), fmt4(e.upper), e.method.to_string()],
+        None => Default::default(),
+    }
+}
+
 /// Quotes a CSV field when needed (RFC 4180).
 pub fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {

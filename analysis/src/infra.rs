@@ -14,7 +14,7 @@
 //! policies only produces exactly the report it produced before.
 
 use crate::db::{InfraErrorRow, ResultsDb};
-use crate::format::md_literal;
+use crate::format::{csv_field, md_literal};
 
 /// The `policy` of an infrastructure error of the harness itself (the browser died, a
 /// renderer crashed, a page hung, a navigation or the model endpoint failed), as opposed
@@ -68,14 +68,6 @@ pub fn counts(rows: &[InfraErrorRow]) -> Vec<InfraCount> {
             errors,
         })
         .collect()
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
 }
 
 /// `infra_errors.csv`: one line per (policy, phase, kind).

@@ -7,6 +7,8 @@
 //!
 //! - [`db`]: the schema and the typed rows the harness writes and the analysis reads.
 //! - [`config`]: how intervals are computed; [`format`](mod@format): how numbers and cells print.
+//!   A CSV table whose columns are a `#[derive(Serialize)]` row's fields is written by
+//!   `csv_row.rs` (numbers formatted as text first, so the bytes stay as they were).
 //! - [`tables`], [`compare`], [`recovery`]: the tables and comparisons, computed from rows.
 //! - [`stats`]: the estimators; [`plots`]: the plot functions.
 //! - [`report`]: compute the analysis once, then write it (CSV, Markdown, plots).
@@ -17,6 +19,7 @@
 pub mod compare;
 pub mod config;
 pub mod costs;
+mod csv_row;
 pub mod db;
 pub mod format;
 pub mod gate;

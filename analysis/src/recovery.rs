@@ -15,15 +15,16 @@
 
 use crate::compare::{paired_csv_columns, paired_csv_header, paired_outcomes, PairedOutcomes};
 use crate::config::AnalysisConfig;
+use crate::csv_row::csv_table;
 use crate::db::EpisodeRow;
-use crate::format::{ci_columns, csv_field, fmt4, CsvTable};
+use crate::format::{ci_cells, fmt4, CsvTable};
 use crate::stats::{clustered_wilson, ClusteredProportion, ClusteredSample};
 use crate::tables::policy_rank;
 use faultline_faults::Fault;
 use faultline_tasks::seed::derive_analysis;
 use faultline_tasks::{StopReason, TaskKind, Verdict};
+use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 
 /// Sort key of a task x fault x policy x agent cell: task rank, fault id, policy rank and
 /// name, agent.
@@ -63,30 +64,41 @@ fn bit(b: bool) -> u8 {
 
 /// `recovery.csv`: one row per episode, fired or not, in [`episodes_in_order`] order.
 pub fn recovery_csv(episodes: &[&EpisodeRow]) -> String {
-    let mut out = String::from(
-        "task,fault,policy,run,layout,success,browser_actions,steps,stop_reason,detected_at_first_step,agent,fired,first_verdict,episode_seed\n",
-    );
-    for e in episodes {
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            csv_field(e.task.name()),
-            csv_field(e.fault.id()),
-            csv_field(&e.policy),
-            e.run,
-            e.layout_index,
-            bit(e.success),
-            e.browser_actions,
-            e.steps,
-            csv_field(e.stop_reason.name()),
-            bit(e.detected_at_first_step),
-            csv_field(&e.agent),
-            bit(e.fired),
-            csv_field(e.first_verdict.map_or("none", Verdict::name)),
-            e.episode_seed,
-        );
-    }
-    out
+    csv_table(episodes.iter().map(|e| RecoveryCsv {
+        task: e.task.name(),
+        fault: e.fault.id(),
+        policy: &e.policy,
+        run: e.run,
+        layout: e.layout_index,
+        success: bit(e.success),
+        browser_actions: e.browser_actions,
+        steps: e.steps,
+        stop_reason: e.stop_reason.name(),
+        detected_at_first_step: bit(e.detected_at_first_step),
+        agent: &e.agent,
+        fired: bit(e.fired),
+        first_verdict: e.first_verdict.map_or("none", Verdict::name),
+        episode_seed: e.episode_seed,
+    }))
+}
+
+/// A line of `recovery.csv` (the booleans as 0 or 1).
+#[derive(Serialize, Default)]
+struct RecoveryCsv<'a> {
+    task: &'a str,
+    fault: &'a str,
+    policy: &'a str,
+    run: u32,
+    layout: u32,
+    success: u8,
+    browser_actions: u32,
+    steps: u32,
+    stop_reason: &'a str,
+    detected_at_first_step: u8,
+    agent: &'a str,
+    fired: u8,
+    first_verdict: &'a str,
+    episode_seed: u64,
 }
 
 /// One task x fault x policy x agent cell: the success rate and the detection x recovery
@@ -174,56 +186,80 @@ pub fn recovery_cells(
 /// the interval come the clusters (layouts), the effective sample size, the not-fired
 /// count, then the level, the design effect applied and any note on it.
 pub fn recovery_summary_csv(cells: &[RecoveryCell]) -> String {
-    let mut out = String::from(
-        "task,fault,policy,agent,n,successes,rate,ci_low,ci_high,ci_method,clusters,n_effective,not_fired,level,design_effect,note\n",
-    );
-    for c in cells {
+    csv_table(cells.iter().map(|c| {
         let r = c.rate.as_ref();
         let e = r.map(|r| &r.estimate);
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            csv_field(c.task.name()),
-            csv_field(c.fault.id()),
-            csv_field(&c.policy),
-            csv_field(&c.agent),
-            c.n,
-            c.successes,
-            e.map(|e| fmt4(e.point)).unwrap_or_default(),
-            ci_columns(e),
-            e.and_then(|e| e.clusters).unwrap_or(0),
-            r.map(|r| fmt4(r.n_effective)).unwrap_or_default(),
-            c.not_fired,
-            e.map(|e| e.level.to_string()).unwrap_or_default(),
-            r.map(|r| fmt4(r.design_effect)).unwrap_or_default(),
-            csv_field(e.and_then(|e| e.note.as_deref()).unwrap_or_default()),
-        );
-    }
-    out
+        let [ci_low, ci_high, ci_method] = ci_cells(e);
+        RecoverySummaryCsv {
+            task: c.task.name(),
+            fault: c.fault.id(),
+            policy: &c.policy,
+            agent: &c.agent,
+            n: c.n,
+            successes: c.successes,
+            rate: e.map(|e| fmt4(e.point)).unwrap_or_default(),
+            ci_low,
+            ci_high,
+            ci_method,
+            clusters: e.and_then(|e| e.clusters).unwrap_or(0),
+            n_effective: r.map(|r| fmt4(r.n_effective)).unwrap_or_default(),
+            not_fired: c.not_fired,
+            level: e.map(|e| e.level.to_string()).unwrap_or_default(),
+            design_effect: r.map(|r| fmt4(r.design_effect)).unwrap_or_default(),
+            note: e.and_then(|e| e.note.as_deref()).unwrap_or_default(),
+        }
+    }))
+}
+
+/// A line of `recovery_summary.csv`.
+#[derive(Serialize, Default)]
+struct RecoverySummaryCsv<'a> {
+    task: &'a str,
+    fault: &'a str,
+    policy: &'a str,
+    agent: &'a str,
+    n: u64,
+    successes: u64,
+    rate: String,
+    ci_low: String,
+    ci_high: String,
+    ci_method: String,
+    clusters: usize,
+    n_effective: String,
+    not_fired: u64,
+    level: String,
+    design_effect: String,
+    note: &'a str,
 }
 
 /// `detection_recovery.csv`: the detection x recovery cross-table per cell, over fired
 /// episodes (the four counts sum to `n`).
 pub fn detection_recovery_csv(cells: &[RecoveryCell]) -> String {
-    let mut out = String::from(
-        "task,fault,policy,agent,n,detected_recovered,detected_not_recovered,recovered_undetected,neither\n",
-    );
-    for c in cells {
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{}",
-            csv_field(c.task.name()),
-            csv_field(c.fault.id()),
-            csv_field(&c.policy),
-            csv_field(&c.agent),
-            c.n,
-            c.detected_recovered,
-            c.detected_not_recovered,
-            c.recovered_undetected,
-            c.neither,
-        );
-    }
-    out
+    csv_table(cells.iter().map(|c| DetectionRecoveryCsv {
+        task: c.task.name(),
+        fault: c.fault.id(),
+        policy: &c.policy,
+        agent: &c.agent,
+        n: c.n,
+        detected_recovered: c.detected_recovered,
+        detected_not_recovered: c.detected_not_recovered,
+        recovered_undetected: c.recovered_undetected,
+        neither: c.neither,
+    }))
+}
+
+/// A line of `detection_recovery.csv`.
+#[derive(Serialize, Default)]
+struct DetectionRecoveryCsv<'a> {
+    task: &'a str,
+    fault: &'a str,
+    policy: &'a str,
+    agent: &'a str,
+    n: u64,
+    detected_recovered: u64,
+    detected_not_recovered: u64,
+    recovered_undetected: u64,
+    neither: u64,
 }
 
 /// How fired episodes ended, per task x policy x agent (summed over faults).

@@ -19,13 +19,14 @@
 //! this file, their Markdown by [`crate::report`].
 
 use crate::config::AnalysisConfig;
+use crate::csv_row::csv_table;
 use crate::db::{TrialRow, VerdictRow};
-use crate::format::{ci_columns, csv_field, fmt4};
+use crate::format::{ci_cells, fmt4};
 use crate::stats::{clustered_wilson, ClusteredProportion, ClusteredSample, Estimate};
 use faultline_faults::{Fault, Layer, Stage};
 use faultline_tasks::{Condition, Phase, TaskKind, Verdict};
+use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt::Write as _;
 
 /// One row of `detection.csv`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -415,77 +416,118 @@ pub fn catalogue(
 /// `detection.csv`; the interval is on caught/fired. `layer` comes last, so the columns
 /// before it are those of earlier releases.
 pub fn detection_csv(rows: &[DetectionRow], cfg: &AnalysisConfig) -> String {
-    let mut out = String::from(
-        "fault,stage,task,policy,fired,caught,missed,alarms,ci_low,ci_high,ci_method,layer\n",
-    );
-    for r in rows {
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{},{}",
-            csv_field(r.fault.id()),
-            csv_field(r.stage.name()),
-            csv_field(r.task.name()),
-            csv_field(&r.policy),
-            r.fired,
-            r.caught,
-            r.missed,
-            r.alarms,
-            ci_columns(cfg.proportion(r.caught, r.fired).as_ref()),
-            csv_field(r.layer.name()),
-        );
-    }
-    out
+    csv_table(rows.iter().map(|r| {
+        let [ci_low, ci_high, ci_method] = ci_cells(cfg.proportion(r.caught, r.fired).as_ref());
+        DetectionCsv {
+            fault: r.fault.id(),
+            stage: r.stage.name(),
+            task: r.task.name(),
+            policy: &r.policy,
+            fired: r.fired,
+            caught: r.caught,
+            missed: r.missed,
+            alarms: r.alarms,
+            ci_low,
+            ci_high,
+            ci_method,
+            layer: r.layer.name(),
+        }
+    }))
+}
+
+/// A line of `detection.csv`.
+#[derive(Serialize, Default)]
+struct DetectionCsv<'a> {
+    fault: &'a str,
+    stage: &'a str,
+    task: &'a str,
+    policy: &'a str,
+    fired: u64,
+    caught: u64,
+    missed: u64,
+    alarms: u64,
+    ci_low: String,
+    ci_high: String,
+    ci_method: String,
+    layer: &'a str,
 }
 
 /// `layers.csv`: caught/fired per layer and policy with the (task, layout)-clustered
 /// Wilson interval; after it the clusters, the effective sample size, the design effect
 /// applied and any note on it (when the design effect could not be estimated).
 pub fn layers_csv(rows: &[LayerRow]) -> String {
-    let mut out = String::from(
-        "layer,policy,faults,tasks,fired,caught,rate,ci_low,ci_high,ci_method,clusters,n_effective,design_effect,note\n",
-    );
-    for r in rows {
+    csv_table(rows.iter().map(|r| {
         let p = r.rate.as_ref();
         let e = p.map(|p| &p.estimate);
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{},{},{},{}",
-            csv_field(r.layer.name()),
-            csv_field(&r.policy),
-            r.faults,
-            r.tasks,
-            r.fired,
-            r.caught,
-            e.map(|e| fmt4(e.point)).unwrap_or_default(),
-            ci_columns(e),
-            e.and_then(|e| e.clusters).unwrap_or(0),
-            p.map(|p| fmt4(p.n_effective)).unwrap_or_default(),
-            p.map(|p| fmt4(p.design_effect)).unwrap_or_default(),
-            csv_field(e.and_then(|e| e.note.as_deref()).unwrap_or_default()),
-        );
-    }
-    out
+        let [ci_low, ci_high, ci_method] = ci_cells(e);
+        LayersCsv {
+            layer: r.layer.name(),
+            policy: &r.policy,
+            faults: r.faults,
+            tasks: r.tasks,
+            fired: r.fired,
+            caught: r.caught,
+            rate: e.map(|e| fmt4(e.point)).unwrap_or_default(),
+            ci_low,
+            ci_high,
+            ci_method,
+            clusters: e.and_then(|e| e.clusters).unwrap_or(0),
+            n_effective: p.map(|p| fmt4(p.n_effective)).unwrap_or_default(),
+            design_effect: p.map(|p| fmt4(p.design_effect)).unwrap_or_default(),
+            note: e.and_then(|e| e.note.as_deref()).unwrap_or_default(),
+        }
+    }))
+}
+
+/// A line of `layers.csv`.
+#[derive(Serialize, Default)]
+struct LayersCsv<'a> {
+    layer: &'a str,
+    policy: &'a str,
+    faults: usize,
+    tasks: usize,
+    fired: u64,
+    caught: u64,
+    rate: String,
+    ci_low: String,
+    ci_high: String,
+    ci_method: String,
+    clusters: usize,
+    n_effective: String,
+    design_effect: String,
+    note: &'a str,
 }
 
 /// `false_alarms.csv`; the interval is on false alarms out of the working trials the
 /// ledger confirmed (the only ones that can be false alarms).
 pub fn false_alarms_csv(rows: &[FalseAlarmRow], cfg: &AnalysisConfig) -> String {
-    let mut out = String::from("task,policy,n_working,false_alarms,ci_low,ci_high,ci_method\n");
-    for r in rows {
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{}",
-            csv_field(r.task.name()),
-            csv_field(&r.policy),
-            r.n_working,
-            r.false_alarms,
-            ci_columns(
-                cfg.proportion(r.false_alarms, r.n_working - r.outcome_failed)
-                    .as_ref()
-            )
+    csv_table(rows.iter().map(|r| {
+        let [ci_low, ci_high, ci_method] = ci_cells(
+            cfg.proportion(r.false_alarms, r.n_working - r.outcome_failed)
+                .as_ref(),
         );
-    }
-    out
+        FalseAlarmsCsv {
+            task: r.task.name(),
+            policy: &r.policy,
+            n_working: r.n_working,
+            false_alarms: r.false_alarms,
+            ci_low,
+            ci_high,
+            ci_method,
+        }
+    }))
+}
+
+/// A line of `false_alarms.csv`.
+#[derive(Serialize, Default)]
+struct FalseAlarmsCsv<'a> {
+    task: &'a str,
+    policy: &'a str,
+    n_working: u64,
+    false_alarms: u64,
+    ci_low: String,
+    ci_high: String,
+    ci_method: String,
 }
 
 /// The answer key a policy's verdicts are compared with in the answer-key section.
@@ -631,41 +673,68 @@ pub fn answer_key(
 /// `answer_key.csv`: one line per answer key, task (or `pooled`) and policy, with the
 /// counts and each rate's point and interval.
 pub fn answer_key_csv(rows: &[AnswerKeyRow], cfg: &AnalysisConfig) -> String {
-    let mut out = String::from(
-        "answer_key,task,policy,n,agree,said_success,key_success,both,agreement,agreement_ci_low,agreement_ci_high,precision,precision_ci_low,precision_ci_high,recall,recall_ci_low,recall_ci_high,ci_method\n",
-    );
+    // A rate's point, lower and upper bound (empty without an estimate).
     let rate = |e: Option<Estimate>| match e {
-        Some(e) => format!("{},{},{}", fmt4(e.point), fmt4(e.lower), fmt4(e.upper)),
-        None => ",,".into(),
+        Some(e) => [fmt4(e.point), fmt4(e.lower), fmt4(e.upper)],
+        None => Default::default(),
     };
-    for r in rows {
-        let method = r
-            .agreement(cfg)
-            .map_or_else(String::new, |e| e.method.to_string());
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{},{},{},{}",
-            r.key.name(),
-            r.task.map_or("pooled", TaskKind::name),
-            csv_field(&r.policy),
-            r.n,
-            r.agree,
-            r.said_success,
-            r.key_success,
-            r.both,
-            rate(r.agreement(cfg)),
-            rate(r.precision(cfg)),
-            rate(r.recall(cfg)),
-            method,
-        );
-    }
-    out
+    csv_table(rows.iter().map(|r| {
+        let [agreement, agreement_ci_low, agreement_ci_high] = rate(r.agreement(cfg));
+        let [precision, precision_ci_low, precision_ci_high] = rate(r.precision(cfg));
+        let [recall, recall_ci_low, recall_ci_high] = rate(r.recall(cfg));
+        AnswerKeyCsv {
+            answer_key: r.key.name(),
+            task: r.task.map_or("pooled", TaskKind::name),
+            policy: &r.policy,
+            n: r.n,
+            agree: r.agree,
+            said_success: r.said_success,
+            key_success: r.key_success,
+            both: r.both,
+            agreement,
+            agreement_ci_low,
+            agreement_ci_high,
+            precision,
+            precision_ci_low,
+            precision_ci_high,
+            recall,
+            recall_ci_low,
+            recall_ci_high,
+            ci_method: r
+                .agreement(cfg)
+                .map_or_else(String::new, |e| e.method.to_string()),
+        }
+    }))
+}
+
+/// A line of `answer_key.csv`.
+#[derive(Serialize, Default)]
+struct AnswerKeyCsv<'a> {
+    answer_key: &'a str,
+    task: &'a str,
+    policy: &'a str,
+    n: u64,
+    agree: u64,
+    said_success: u64,
+    key_success: u64,
+    both: u64,
+    agreement: String,
+    agreement_ci_low: String,
+    agreement_ci_high: String,
+    precision: String,
+    precision_ci_low: String,
+    precision_ci_high: String,
+    recall: String,
+    recall_ci_low: String,
+    recall_ci_high: String,
+    ci_method: String,
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use crate::db::tests::{row, verdict};
+    use crate::format::csv_field;
 
     /// A trial of `task` whose answer key says `achieved`.
     fn keyed(key: &str, task: TaskKind, achieved: bool) -> TrialRow {

@@ -14,6 +14,10 @@
 //! | feedback | what the tool reports back       | [`Fault::IframeNoChange`] |
 //! | observe  | what the model sees next         | [`Fault::CaptureBeforeTooltip`] |
 //!
+//! The catalogue lives in `catalogue/`: its vocabulary, the `faults!` table with each
+//! layer's entries in a file of its own, and what a fault is read off its entry; see that
+//! module's docs for the rooms and why the table is one list.
+//!
 //! A fault is armed for one trial as a [`FaultPlan`] (the fault plus the trial seed). The
 //! harness calls the plan's hooks at every point of the round trip; each hook is a pure
 //! transformation with a no-op default, and an application that changed something

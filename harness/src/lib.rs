@@ -7,8 +7,9 @@
 //!   (parse, execute, feedback, observe), one detection trial, one recovery episode;
 //! - [`agent`]: what acts after a recorded decision — the [`agent::Agent`] trait, the
 //!   registry that rebuilds an agent by name, and the built-in agents;
-//! - [`experiment`]: what a run is made of — the phases (detection, recovery), their
-//!   work items, decisions and recorders, the manifest and the stored rows;
+//! - [`experiment`]: what a run is made of — its plan (the work items the config fixes,
+//!   a shard's part), the phases that run them (detection, recovery), decisions and
+//!   recorders, and storing results as rows (the manifest, every trial and episode);
 //! - [`plugin`]: other people's verifiers and agents, run as long-lived processes that
 //!   speak a versioned JSON-lines protocol;
 //! - [`children`]: how browsers and plugins are started so they die with the harness,

@@ -7,7 +7,9 @@
 
 #[path = "support/chat_mock.rs"]
 mod chat_mock;
+mod common;
 use chat_mock::{ChatMock, MockResponse};
+use common::files;
 use faultline_analysis::db::ResultsDb;
 use faultline_tasks::decision::embedded_default;
 use faultline_tasks::seed::DEFAULT_ROOT_SEED;
@@ -91,19 +93,6 @@ async fn run(cfg: &Path, out: &Path, key: &str) -> (i32, String, String) {
 }
 
 /// Every file under `dir`, as bytes.
-fn all_bytes(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(all_bytes(&p));
-        } else {
-            out.push((p.display().to_string(), std::fs::read(&p).unwrap()));
-        }
-    }
-    out
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn model_episodes_end_as_they_should_and_replay_from_the_cassette_with_zero_calls() {
     let set = embedded_default().unwrap();
@@ -188,10 +177,14 @@ async fn model_episodes_end_as_they_should_and_replay_from_the_cassette_with_zer
         !stderr.contains(&key) && !stdout.contains(&key),
         "the key is in the logs"
     );
-    for (file, bytes) in all_bytes(&first).into_iter().chain([(
-        cassette.display().to_string(),
-        std::fs::read(&cassette).unwrap(),
-    )]) {
+    for (file, bytes) in files(&first)
+        .into_iter()
+        .map(|(p, b)| (first.join(p).display().to_string(), b))
+        .chain([(
+            cassette.display().to_string(),
+            std::fs::read(&cassette).unwrap(),
+        )])
+    {
         let found = bytes.windows(key.len()).any(|w| w == key.as_bytes());
         assert!(!found, "the key is in {file}");
     }

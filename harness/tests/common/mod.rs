@@ -1,11 +1,12 @@
 //! Shared helpers for integration tests: a real fixture server and a real Chromium, the
-//! `faultline` binary, the deterministic tables of a run and folder copies.
+//! `faultline` binary, the deterministic tables of a run, folder copies and folder reads.
 
 #![allow(dead_code)]
 
 use faultline::config::{self, ExperimentConfig, Overrides};
 use faultline::experiment::{Harness, RunRequest, RunSummary};
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The default experiment resolved with small overrides.
@@ -145,4 +146,25 @@ pub fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), &target).unwrap();
         }
     }
+}
+
+/// Every file under `dir`, subfolders included, by its path relative to `dir`, with its
+/// bytes (to compare two folders, or to search every file).
+pub fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(
+                    p.strip_prefix(dir).unwrap().to_path_buf(),
+                    std::fs::read(&p).unwrap(),
+                );
+            }
+        }
+    }
+    out
 }
