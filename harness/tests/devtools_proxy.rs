@@ -12,7 +12,7 @@ use chromiumoxide::Browser;
 use faultline::engine::browser::{find_chromium, BrowserHandle};
 use faultline_devtools::fault::{Armed, ProtocolFault};
 use faultline_devtools::{Proxy, Tamper};
-use futures::StreamExt;
+use futures::{SinkExt, StreamExt};
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -411,4 +411,295 @@ async fn a_fault_whose_situation_never_came_did_not_fire() {
         "nothing clicked, nothing changed: {:?}",
         armed.changes()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_screenshot_is_the_frame_from_before_the_click() {
+    let (site, server) = test_site().await;
+    let chrome = chromium().await;
+    let armed = Arc::new(Armed::new(ProtocolFault::StaleScreenshot));
+    let tamper: Arc<dyn Tamper> = armed.clone();
+    let proxy = Proxy::start(chrome.devtools_addr().unwrap(), Some(tamper))
+        .await
+        .unwrap();
+    let (mut browser, handler) = oxide(&proxy).await;
+    let page = browser.new_page(format!("http://{site}/")).await.unwrap();
+    page.wait_for_navigation().await.unwrap();
+    let shot = || async {
+        page.screenshot(chromiumoxide::page::ScreenshotParams::builder().build())
+            .await
+            .unwrap()
+    };
+    let before = shot().await;
+    assert!(
+        !armed.fired(),
+        "no action yet: the first capture is relayed"
+    );
+    page.click(chromiumoxide::layout::Point::new(200.0, 130.0))
+        .await
+        .unwrap();
+    assert_eq!(
+        eval(&page, "document.getElementById('clicks').textContent").await,
+        "1"
+    );
+    let after = shot().await;
+    let fresh = shot().await;
+    let _ = browser.close().await;
+    handler.abort();
+    proxy.stop();
+    close(chrome).await;
+    server.abort();
+    assert_eq!(
+        after, before,
+        "the capture after the click is the frame from before it"
+    );
+    assert_ne!(
+        fresh, before,
+        "a capture with no action since is fresh (it shows the count)"
+    );
+    let changes = armed.changes();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0].method, "Page.captureScreenshot");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_after_the_click_ends_the_page_not_the_browser() {
+    let (site, server) = test_site().await;
+    let chrome = chromium().await;
+    let armed = Arc::new(Armed::new(ProtocolFault::CrashAfterInput));
+    let tamper: Arc<dyn Tamper> = armed.clone();
+    let proxy = Proxy::start(chrome.devtools_addr().unwrap(), Some(tamper))
+        .await
+        .unwrap();
+    let (mut browser, handler) = oxide(&proxy).await;
+    let page = browser.new_page(format!("http://{site}/")).await.unwrap();
+    page.wait_for_navigation().await.unwrap();
+    page.click(chromiumoxide::layout::Point::new(200.0, 130.0))
+        .await
+        .unwrap();
+    let after = tokio::time::timeout(
+        Duration::from_secs(5),
+        page.evaluate_expression("document.getElementById('clicks').textContent"),
+    )
+    .await;
+    assert!(
+        !matches!(after, Ok(Ok(_))),
+        "the page answered after its crash: {after:?}"
+    );
+    let changes = armed.changes();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0].changed["method"], "Page.crash");
+    assert_eq!(changes[0].method, "Input.dispatchMouseEvent");
+    // The browser itself lives on: a new page through the same proxy works.
+    let again = browser.new_page(format!("http://{site}/")).await.unwrap();
+    again.wait_for_navigation().await.unwrap();
+    assert_eq!(eval(&again, "document.title").await, "proxy test");
+    let _ = browser.close().await;
+    handler.abort();
+    proxy.stop();
+    close(chrome).await;
+    server.abort();
+}
+
+mod abuse {
+    //! A client that misbehaves ends at most its own connection.
+
+    use super::*;
+    use async_tungstenite::tokio::connect_async_with_config;
+    use async_tungstenite::tungstenite::protocol::WebSocketConfig;
+    use async_tungstenite::tungstenite::Message;
+
+    type Ws = async_tungstenite::WebSocketStream<async_tungstenite::tokio::ConnectStream>;
+
+    async fn connect(proxy: &Proxy, path: &str) -> Ws {
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(256 << 20))
+            .max_frame_size(Some(256 << 20));
+        connect_async_with_config(format!("ws://{}{path}", proxy.addr()), Some(config))
+            .await
+            .unwrap_or_else(|e| panic!("connecting to {path}: {e}"))
+            .0
+    }
+
+    /// The browser endpoint's path, as the proxy hands it out.
+    async fn browser_path(proxy: &Proxy) -> String {
+        let (_, body) = get(proxy.addr(), "/json/version", "").await;
+        let v: Value = serde_json::from_str(&body).unwrap();
+        let url = v["webSocketDebuggerUrl"].as_str().unwrap().to_string();
+        url.split_once("/devtools/")
+            .map(|(_, p)| format!("/devtools/{p}"))
+            .unwrap()
+    }
+
+    /// The first page target's path.
+    async fn page_path(proxy: &Proxy) -> String {
+        let (_, body) = get(proxy.addr(), "/json/list", "").await;
+        let v: Value = serde_json::from_str(&body).unwrap();
+        let page = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["type"] == "page")
+            .expect("a page target");
+        format!("/devtools/page/{}", page["id"].as_str().unwrap())
+    }
+
+    /// Sends a command and waits (10 s at most) for the answer with its id.
+    async fn call(ws: &mut Ws, id: i64, method: &str, params: Value) -> Value {
+        let msg = serde_json::json!({ "id": id, "method": method, "params": params });
+        ws.send(Message::text(msg.to_string())).await.unwrap();
+        answer(ws, id).await
+    }
+
+    async fn answer(ws: &mut Ws, id: i64) -> Value {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while let Some(m) = ws.next().await {
+                match m {
+                    Ok(Message::Text(t)) => {
+                        let v: Value = serde_json::from_str(t.as_str()).unwrap();
+                        if v["id"] == id {
+                            return v;
+                        }
+                    }
+                    Ok(Message::Close(c)) => {
+                        return serde_json::json!({ "closed": format!("{c:?}") })
+                    }
+                    Ok(_) => {}
+                    Err(e) => return serde_json::json!({ "failed": e.to_string() }),
+                }
+            }
+            serde_json::json!({ "closed": "end of stream" })
+        })
+        .await
+        .expect("an answer within 10 s")
+    }
+
+    /// The proxy still serves a well-behaved client.
+    async fn still_serves(proxy: &Proxy) {
+        let mut ws = connect(proxy, &browser_path(proxy).await).await;
+        let v = call(&mut ws, 1, "Browser.getVersion", serde_json::json!({})).await;
+        assert!(v["result"]["product"].is_string(), "{v}");
+    }
+
+    /// A transparent proxy and an armed one (whose hook parses every message).
+    async fn proxies(upstream: SocketAddr) -> [Proxy; 2] {
+        let armed: Arc<dyn Tamper> =
+            Arc::new(Armed::new(ProtocolFault::ScaledPointer { factor: 0.75 }));
+        [
+            Proxy::start(upstream, None).await.unwrap(),
+            Proxy::start(upstream, Some(armed)).await.unwrap(),
+        ]
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn malformed_json_is_answered_by_the_browser_and_harms_no_one() {
+        let chrome = chromium().await;
+        for proxy in proxies(chrome.devtools_addr().unwrap()).await {
+            let mut ws = connect(&proxy, &browser_path(&proxy).await).await;
+            ws.send(Message::text("{not json")).await.unwrap();
+            ws.send(Message::binary(vec![0xff, 0x00, 0x7b]))
+                .await
+                .unwrap();
+            // The same connection goes on (or the browser closed it): never the proxy.
+            let v = call(&mut ws, 7, "Browser.getVersion", serde_json::json!({})).await;
+            assert!(v["result"].is_object() || v.get("closed").is_some(), "{v}");
+            still_serves(&proxy).await;
+        }
+        close(chrome).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_client_gone_mid_command_leaves_the_others_working() {
+        let chrome = chromium().await;
+        for proxy in proxies(chrome.devtools_addr().unwrap()).await {
+            let mut ws = connect(&proxy, &page_path(&proxy).await).await;
+            let slow = serde_json::json!({"id": 1, "method": "Runtime.evaluate", "params": {
+                "expression": "new Promise(r => setTimeout(() => r('x'.repeat(1 << 20)), 500))",
+                "awaitPromise": true}});
+            ws.send(Message::text(slow.to_string())).await.unwrap();
+            drop(ws);
+            tokio::time::sleep(Duration::from_millis(800)).await;
+            still_serves(&proxy).await;
+            // The page the gone client was using still answers a new one.
+            let mut ws = connect(&proxy, &page_path(&proxy).await).await;
+            let v = call(
+                &mut ws,
+                2,
+                "Runtime.evaluate",
+                serde_json::json!({"expression": "6 * 7"}),
+            )
+            .await;
+            assert_eq!(v["result"]["result"]["value"], 42, "{v}");
+        }
+        close(chrome).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fifty_megabyte_messages_pass_both_ways() {
+        let chrome = chromium().await;
+        for proxy in proxies(chrome.devtools_addr().unwrap()).await {
+            let mut ws = connect(&proxy, &page_path(&proxy).await).await;
+            // 50 MB from the browser: an answer carrying a 50 MB string.
+            let v = call(
+                &mut ws,
+                1,
+                "Runtime.evaluate",
+                serde_json::json!({"expression": "'x'.repeat(50 * 1024 * 1024)", "returnByValue": true}),
+            )
+            .await;
+            let len = v["result"]["result"]["value"].as_str().map(str::len);
+            assert_eq!(
+                len,
+                Some(50 << 20),
+                "{}",
+                &v.to_string()[..200.min(v.to_string().len())]
+            );
+            // 50 MB to the browser: a command whose expression is 50 MB long.
+            let big = format!("'{}'.length", "y".repeat(50 << 20));
+            let v = call(
+                &mut ws,
+                2,
+                "Runtime.evaluate",
+                serde_json::json!({"expression": big}),
+            )
+            .await;
+            assert!(
+                v["result"]["result"]["value"] == 50 << 20
+                    || v.get("closed").is_some()
+                    || v.get("error").is_some(),
+                "{v}"
+            );
+            still_serves(&proxy).await;
+        }
+        close(chrome).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_hundred_concurrent_connections_are_each_answered() {
+        let chrome = chromium().await;
+        let proxy = Proxy::start(chrome.devtools_addr().unwrap(), None)
+            .await
+            .unwrap();
+        let path = browser_path(&proxy).await;
+        let mut clients = Vec::new();
+        for _ in 0..100 {
+            clients.push(connect(&proxy, &path).await);
+        }
+        let answers = futures::future::join_all(clients.iter_mut().enumerate().map(|(i, ws)| {
+            call(
+                ws,
+                i as i64 + 1,
+                "Browser.getVersion",
+                serde_json::json!({}),
+            )
+        }))
+        .await;
+        for (i, v) in answers.iter().enumerate() {
+            assert_eq!(v["id"], i + 1, "{v}");
+            assert!(v["result"]["product"].is_string(), "{v}");
+        }
+        drop(clients);
+        still_serves(&proxy).await;
+        close(chrome).await;
+    }
 }
