@@ -12,7 +12,7 @@ use chromiumoxide::Browser;
 use faultline::engine::browser::{find_chromium, BrowserHandle};
 use faultline_devtools::fault::{Armed, ProtocolFault};
 use faultline_devtools::{Proxy, Tamper};
-use futures::{SinkExt, StreamExt};
+use futures::StreamExt;
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::Path;
