@@ -30,6 +30,9 @@ pub struct Lease {
     pub deadline: Instant,
     /// The worker that claimed it, as it named itself (`FAULTLINE_WORKER`).
     pub worker: Option<String>,
+    /// Its DevTools proxy, when the claim named the harness's browser (stopped when the
+    /// lease is dropped, however it ends).
+    pub devtools: Option<super::devtools::ItemProxy>,
 }
 
 /// The items of one environment run and their leases. See the module documentation.
@@ -96,9 +99,25 @@ impl Board {
                 claimed: now,
                 deadline,
                 worker,
+                devtools: None,
             },
         );
         deadline
+    }
+
+    /// Gives lease `id` its DevTools proxy; hands it back if the lease is gone.
+    pub fn attach_devtools(
+        &mut self,
+        id: &str,
+        proxy: super::devtools::ItemProxy,
+    ) -> Result<(), super::devtools::ItemProxy> {
+        match self.leases.get_mut(id) {
+            Some(lease) => {
+                lease.devtools = Some(proxy);
+                Ok(())
+            }
+            None => Err(proxy),
+        }
     }
 
     /// Takes lease `id` off the board to report it.

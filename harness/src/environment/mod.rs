@@ -44,6 +44,7 @@
 
 pub mod api;
 pub mod board;
+pub mod devtools;
 pub mod offer;
 pub mod report;
 pub mod workers;

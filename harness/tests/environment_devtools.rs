@@ -1,0 +1,239 @@
+//! The environment API's DevTools proxy: a claim that names the harness's own browser
+//! gets a proxy in front of it for that lease, and the reference harness driving its
+//! items through it (`--devtools`) gets exactly the verdicts it gets without it.
+//!
+//! Needs python3 with Playwright (`pip install playwright`; no browser download).
+
+use faultline::engine::browser::{find_chromium, BrowserHandle};
+use rusqlite::Connection;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn reference_harness() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/harnesses/playwright_harness.py")
+}
+
+/// The default tasks' reference probes, `layouts` of each, through the reference
+/// harness with `flags`.
+fn config(dir: &Path, layouts: u32, flags: &[&str]) -> PathBuf {
+    let mut command = vec![
+        "python3".to_string(),
+        reference_harness().display().to_string(),
+        "--no-shots".to_string(),
+    ];
+    command.extend(flags.iter().map(|f| f.to_string()));
+    let text = format!(
+        "seed = 1\nlayouts = {layouts}\ntasks = [\"search\", \"grid\", \"frame\", \"chart\"]\nfaults = [\"reference\"]\n\n[harness]\nname = \"playwright\"\ncommand = {command:?}\nworkers = 2\n"
+    );
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("harness.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn run(config: &Path, out: &Path) {
+    let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args([
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .current_dir(config.parent().unwrap())
+        .output()
+        .expect("faultline runs");
+    assert!(
+        o.status.success(),
+        "faultline run failed\n{}\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+        std::fs::read_to_string(out.join("harness-w1.log")).unwrap_or_default()
+    );
+}
+
+/// Every stored item: (fault, fired, truth, the harness's verdict).
+type Row = (Option<String>, Option<bool>, bool, String);
+
+fn stored(out: &Path) -> BTreeMap<String, Row> {
+    let db = Connection::open(out.join("results.sqlite")).unwrap();
+    let mut stmt = db
+        .prepare(
+            "SELECT t.trial_key, t.fault, t.fired, t.truth_achieved, v.verdict
+             FROM trials t JOIN verdicts v USING (trial_key)",
+        )
+        .unwrap();
+    stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?),
+        ))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+#[test]
+fn the_reference_harness_gets_the_same_verdicts_through_the_proxy_as_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain");
+    let proxied = dir.path().join("proxied");
+    run(&config(&dir.path().join("a"), 2, &[]), &plain);
+    run(&config(&dir.path().join("b"), 2, &["--devtools"]), &proxied);
+    let logs: String = ["w1", "w2"]
+        .iter()
+        .map(|w| {
+            std::fs::read_to_string(proxied.join(format!("harness-{w}.log"))).unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(
+        logs.matches("over the DevTools proxy http://127.0.0.1:")
+            .count(),
+        16,
+        "every item went through its proxy: {logs}"
+    );
+    let (plain, proxied) = (stored(&plain), stored(&proxied));
+    assert_eq!(plain.len(), 16, "4 tasks x 2 layouts x (probe + working)");
+    assert_eq!(
+        proxied, plain,
+        "the proxy changed a verdict, a truth or a fired flag"
+    );
+    assert!(
+        proxied.values().all(|(_, _, truth, _)| *truth),
+        "{proxied:#?}"
+    );
+}
+
+/// `faultline env` serving a one-layout run; its URL and token.
+struct Env {
+    child: std::process::Child,
+    url: String,
+    token: String,
+    _stdout: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl Env {
+    fn start(dir: &Path, out: &Path) -> Env {
+        let cfg = config(dir, 1, &[]);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_faultline"))
+            .args([
+                "env",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut value = |name: &str| {
+            let line = lines.next().unwrap().unwrap();
+            line.strip_prefix(&format!("{name}="))
+                .unwrap_or_else(|| panic!("expected {name}=..., got {line}"))
+                .to_string()
+        };
+        let url = value("FAULTLINE_ENV_URL");
+        let token = value("FAULTLINE_ENV_TOKEN");
+        Env {
+            child,
+            url,
+            token,
+            _stdout: lines,
+        }
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_naming_the_harness_browser_gets_a_proxy_for_its_lease_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::start(&dir.path().join("cfg"), &dir.path().join("run"));
+    let chrome = BrowserHandle::launch(&find_chromium(None).unwrap())
+        .await
+        .unwrap();
+    let upstream = chrome.devtools_addr().unwrap();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let claim = |body: serde_json::Value| {
+        http.post(format!("{}/v1/claim", env.url))
+            .bearer_auth(&env.token)
+            .json(&body)
+            .send()
+    };
+    // An endpoint beyond loopback is refused before any item is taken.
+    let r = claim(serde_json::json!({"devtools_upstream": "http://192.0.2.1:9222"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let e: serde_json::Value = r.json().await.unwrap();
+    assert!(
+        e["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("devtools_upstream:"),
+        "{e}"
+    );
+    // Without the field, no proxy.
+    let plain: serde_json::Value = claim(serde_json::json!({}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(plain["item"].get("devtools").is_none(), "{plain}");
+    // With it, the item's own proxy, in front of the named browser.
+    let v: serde_json::Value =
+        claim(serde_json::json!({"devtools_upstream": format!("http://{upstream}")}))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    let proxy = v["item"]["devtools"]
+        .as_str()
+        .expect("a devtools endpoint")
+        .to_string();
+    assert!(
+        proxy.starts_with("http://127.0.0.1:") && !proxy.contains(&upstream.port().to_string()),
+        "{proxy}"
+    );
+    let version: serde_json::Value = http
+        .get(format!("{proxy}/json/version"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ws = version["webSocketDebuggerUrl"].as_str().unwrap();
+    assert!(ws.starts_with(&proxy.replace("http://", "ws://")), "{ws}");
+    assert_eq!(
+        version["Browser"].as_str().map(|b| b.is_empty()),
+        Some(false)
+    );
+    // Reported, the lease ends and its proxy with it.
+    let lease = v["item"]["lease"].as_str().unwrap();
+    let r = http
+        .post(format!("{}/v1/leases/{lease}/report", env.url))
+        .bearer_auth(&env.token)
+        .json(&serde_json::json!({"verdict": "no_change"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let after = http.get(format!("{proxy}/json/version")).send().await;
+    assert!(after.is_err(), "the proxy outlived its lease: {after:?}");
+    drop(env);
+    chrome.close().await;
+}
