@@ -1,5 +1,8 @@
 //! The command line's contract: clear one-line errors and exit codes.
 
+mod common;
+
+use common::faultline;
 use std::collections::BTreeSet;
 use std::process::Command;
 
@@ -12,18 +15,6 @@ fn run_config(cfg: &std::path::Path, out: &std::path::Path) -> (i32, String, Str
         "--out",
         out.to_str().unwrap(),
     ])
-}
-
-fn faultline(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

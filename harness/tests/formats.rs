@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::faultline;
 use faultline::engine::trial::run_trial;
 use faultline_faults::{Fault, FaultPlan};
 use faultline_tasks::formats::trajectory::{self, ImportOptions};
@@ -12,7 +13,6 @@ use faultline_tasks::layout::{LayoutSpec, VIEWPORT};
 use faultline_tasks::seed::DEFAULT_ROOT_SEED;
 use faultline_tasks::{ActionFormat, Decision, DecisionSet, Rect, TaskKind};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const FORMATS: [ActionFormat; 5] = [
     ActionFormat::Anthropic,
@@ -134,18 +134,6 @@ async fn imported_decisions_replay_and_the_unscaled_fault_misses() {
         }
     }
     h.shutdown().await;
-}
-
-fn faultline(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
-        .args(args)
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

@@ -12,7 +12,7 @@
 //! them only when all succeeded). The command lines themselves are the recipes'.
 
 mod common;
-use common::tables;
+use common::{copy_dir, tables};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -412,17 +412,4 @@ fn kill_tree(child: &mut std::process::Child) {
     let _ = Command::new("pkill").args(["-KILL", "-P", &pid]).status();
     let _ = child.kill();
     let _ = child.wait();
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }

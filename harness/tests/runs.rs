@@ -2,6 +2,7 @@
 
 mod common;
 
+use common::copy_dir;
 use faultline_analysis::db::ResultsDb;
 use std::collections::BTreeSet;
 
@@ -147,14 +148,6 @@ async fn same_seed_same_tables_and_an_interrupted_run_resumes_without_duplicates
         assert_ne!(t.trial_seed, 0);
         assert!(t.ledger.contains("\"events\""));
         assert!(c.join(t.after_png.as_ref().unwrap()).is_file());
-    }
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
     }
 }
 

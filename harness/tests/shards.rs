@@ -4,7 +4,7 @@
 //! unchanged rerun, fails a weakened policy, refuses incomparable runs and bad input.
 
 mod common;
-use common::tables;
+use common::{faultline, tables};
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -25,18 +25,6 @@ policies = ["unverified", "outcome"]
 runs = 1
 agent = "scripted"
 "#;
-
-fn faultline(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn ok(args: &[&str]) -> String {
     let (code, stdout, stderr) = faultline(args);

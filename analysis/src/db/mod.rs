@@ -14,6 +14,7 @@ use anyhow::{bail, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 
+mod cost_stage;
 pub mod manifest;
 mod merge;
 mod read;
@@ -21,6 +22,7 @@ pub mod rows;
 pub mod schema;
 mod write;
 
+pub use cost_stage::CostStage;
 pub use manifest::{GateIdentity, Manifest, Shard};
 pub use rows::*;
 pub use schema::SCHEMA_VERSION;

@@ -1,6 +1,6 @@
 //! The typed rows the harness stores and analysis reads.
 
-use crate::costs::Stage as CostStage;
+use super::CostStage;
 use faultline_faults::{Fault, Layer, Stage};
 use faultline_tasks::{Condition, Phase, StopReason, TaskKind, Verdict};
 use serde::{Deserialize, Serialize};

@@ -5,7 +5,7 @@
 //! vocabulary and the schema cannot drift apart. When they differ in a stored file (a
 //! release added a value), `create_and_migrate` rebuilds that table.
 
-use crate::costs::Stage as CostStage;
+use super::CostStage;
 use anyhow::{bail, Context, Result};
 use faultline_tasks::{Condition, Phase, StopReason, Verdict};
 use rusqlite::{Connection, OptionalExtension};

@@ -588,7 +588,7 @@ fn regression_a_version_4_file_refusing_time_limit_is_rebuilt_with_its_rows_kept
 
 #[test]
 fn regression_cost_tables_written_without_their_check_lists_are_rebuilt_with_their_rows_kept() {
-    use crate::costs::Stage as CostStage;
+    use crate::db::CostStage;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v5.sqlite");
     let mut db = ResultsDb::open(&path).unwrap();

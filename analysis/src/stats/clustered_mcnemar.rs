@@ -141,16 +141,10 @@ fn chi_square_1_upper_tail(x: f64) -> f64 {
 mod tests {
     use super::super::mcnemar_exact;
     use super::*;
+    use crate::stats::test_support::rel_close;
 
     fn counts(a: u64, b: u64, c: u64, d: u64) -> PairedCounts {
         PairedCounts::new(a, b, c, d).unwrap()
-    }
-
-    fn rel_close(actual: f64, expected: f64, tol: f64) {
-        assert!(
-            ((actual - expected) / expected).abs() < tol,
-            "got {actual}, expected {expected}"
-        );
     }
 
     /// The case: 20 layouts × 3 runs, A recovers every time, B never.

@@ -82,16 +82,10 @@ fn binomial_half_lower_tail(n: u64, k: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::test_support::rel_close;
 
     fn p(b: u64, c: u64) -> f64 {
         mcnemar_exact(b, c).p_value
-    }
-
-    fn rel_close(actual: f64, expected: f64, tol: f64) {
-        assert!(
-            ((actual - expected) / expected).abs() < tol,
-            "got {actual}, expected {expected}"
-        );
     }
 
     #[test]

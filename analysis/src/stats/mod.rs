@@ -49,6 +49,8 @@ mod sample;
 mod paired_proptests;
 #[cfg(test)]
 mod proptests;
+#[cfg(test)]
+mod test_support;
 
 pub use bootstrap::{
     bootstrap_distribution, cluster_bootstrap, BootstrapConfig, BootstrapIntervals, DEFAULT_SEED,

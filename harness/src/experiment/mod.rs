@@ -5,10 +5,12 @@
 //!   the phases, write the report;
 //! - [`decisions`]: the recorded decisions a run replays (a file, the committed ones, or
 //!   recorded by the oracle into the run directory);
-//! - [`detection`]: the detection phase's work items (every decision with each of its
-//!   faults and once clean) and the rows a trial is stored as;
-//! - [`recovery`]: the recovery phase's work items (decision x fault x policy x run) and
-//!   the rows an episode is stored as;
+//! - [`items`]: the run's plan, fixed by the config before anything runs: the detection
+//!   phase's trials (every decision with each of its faults and once clean), the
+//!   recovery phase's episodes (decision x fault x policy x run), a shard's part;
+//! - [`detection`], [`recovery`]: running each phase's pending items;
+//! - [`store`]: storing results as rows (the manifest, then every finished trial or
+//!   episode with its screenshots, verdicts, steps, infrastructure errors and costs);
 //! - [`phase`]: what both phases share: the items not yet stored, the scheduler,
 //!   progress and counts;
 //! - [`jobs`]: how many items each phase runs at once;
@@ -19,14 +21,19 @@
 
 pub mod decisions;
 pub mod detection;
+pub mod items;
 pub mod jobs;
 pub mod phase;
 pub mod record;
 pub mod recovery;
 pub mod retry;
 pub mod shard;
+pub mod store;
 
+pub(crate) use items::keep_shard;
 pub use phase::PhaseSummary;
+pub use store::decisions_sha256;
+pub(crate) use store::store_manifest;
 
 use crate::agent::{Agent, AgentContext};
 use crate::config::{ConfigText, ExperimentConfig, Overrides};
@@ -34,7 +41,6 @@ use crate::engine::browser::{find_chromium, PoolSize};
 use crate::engine::{Browsers, Engine, Scorer};
 use crate::error::UsageError;
 use anyhow::{anyhow, bail, Context, Result};
-use faultline_analysis::db::manifest::{ConfigAsPassed, Manifest, RecoveryDesign};
 use faultline_analysis::db::ResultsDb;
 use faultline_sites::FixtureServer;
 use faultline_tasks::DecisionSet;
@@ -273,8 +279,8 @@ async fn run_with(
     let chromium_version = env.browsers.current().handle.version().to_string();
 
     // Every item of the run, fixed by the config; a shard keeps its part.
-    let mut specs = detection::specs(config, &decisions.0);
-    let mut episodes = recovery::episodes(config, &decisions.0, agents);
+    let mut specs = items::specs(config, &decisions.0);
+    let mut episodes = items::episodes(config, &decisions.0, agents);
     let shard_items = keep_shard(req, &mut specs, &mut episodes)?;
     store_manifest(req, db, &decisions, chromium_version, shard_items)?;
 
@@ -319,118 +325,6 @@ async fn run_with(
         report: files.report_md,
         view: view.index,
     })
-}
-
-/// Keeps the items of the request's shard (all of them when unsharded); for a shard, the
-/// keys it owns (JSON) and the run's item count, to store with it.
-pub(crate) fn keep_shard(
-    req: &RunRequest,
-    specs: &mut Vec<detection::TrialSpec>,
-    episodes: &mut Vec<recovery::EpisodeTask>,
-) -> Result<Option<(String, usize)>> {
-    let config = &req.config;
-    Ok(match req.shard {
-        None => None,
-        Some(s) => {
-            let budget = config.recovery.limits.budget;
-            let items: Vec<(String, u64)> = specs
-                .iter()
-                .map(|t| (t.key().to_string(), shard::cost(t.key(), t.task(), budget)))
-                .chain(
-                    episodes
-                        .iter()
-                        .map(|e| (e.key().to_string(), shard::cost(e.key(), e.task(), budget))),
-                )
-                .collect();
-            let assignment = shard::assign(&items, s.count);
-            let mine = |key: &str| assignment[key] + 1 == s.index;
-            specs.retain(|t| mine(t.key()));
-            episodes.retain(|e| mine(e.key()));
-            let keys: std::collections::BTreeSet<&str> = specs
-                .iter()
-                .map(|t| t.key())
-                .chain(episodes.iter().map(|e| e.key()))
-                .collect();
-            Some((serde_json::to_string(&keys)?, items.len()))
-        }
-    })
-}
-
-/// Stores the run's manifest (and, for a shard, which items it owns) the first time the
-/// run starts; a resumed run keeps the one it has.
-pub(crate) fn store_manifest(
-    req: &RunRequest,
-    db: &mut ResultsDb,
-    decisions: &(DecisionSet, String),
-    chromium_version: String,
-    shard_items: Option<(String, usize)>,
-) -> Result<()> {
-    let config = &req.config;
-    if db.meta("manifest")?.is_none() {
-        let recovery = &config.recovery;
-        db.set_manifest(&Manifest {
-            chromium_version,
-            config_as_passed: Some(ConfigAsPassed {
-                name: req.config_text.name.clone(),
-                overrides: serde_json::to_value(&req.overrides)?,
-                text: req.config_text.text.clone(),
-            }),
-            config_resolved: serde_json::to_value(config)?,
-            decisions: decisions.1.clone(),
-            decisions_sha256: Some(decisions_sha256(config, &decisions.0)),
-            faultline_version: VERSION.into(),
-            faults: config.faults.clone(),
-            git_commit: GIT_COMMIT.into(),
-            layouts: config.layouts,
-            merged_shards: None,
-            policies: config.policies.clone(),
-            recovery: recovery.enabled.then(|| RecoveryDesign {
-                agents: recovery.agents.clone(),
-                budget: recovery.limits.budget,
-                faults: recovery.faults.clone(),
-                layouts: recovery.layouts,
-                max_steps: recovery.limits.max_steps,
-                policies: recovery.policies.clone(),
-                runs: recovery.runs,
-            }),
-            root_seed: config.seed,
-            settle: Some(config.timing.settle_mode().into()),
-            shard: req.shard,
-            tasks: config.tasks.clone(),
-        })?;
-        if let (Some(s), Some((keys, total))) = (req.shard, &shard_items) {
-            db.set_meta("shard", &s.to_string())?;
-            db.set_meta("shard_items", keys)?;
-            db.set_meta("shard_total_items", &total.to_string())?;
-        }
-        db.set_meta("policies", &serde_json::to_string(&config.policies)?)?;
-        if !config.external_policies.is_empty() {
-            let names: Vec<&str> = config
-                .external_policies
-                .iter()
-                .map(|p| p.name.as_str())
-                .collect();
-            db.set_meta("external_policies", &serde_json::to_string(&names)?)?;
-        }
-    }
-    Ok(())
-}
-
-/// The SHA-256 of the decisions the run replays (every task's layouts in order, one JSON
-/// line each): what two runs must share to be compared or merged, wherever the decisions
-/// were recorded to.
-pub fn decisions_sha256(config: &ExperimentConfig, decisions: &DecisionSet) -> String {
-    use sha2::{Digest, Sha256};
-    let mut hash = Sha256::new();
-    for task in &config.tasks {
-        for index in 0..config.layouts {
-            if let Some(d) = decisions.find(*task, config.seed, index) {
-                hash.update(serde_json::to_string(d).expect("decisions serialize"));
-                hash.update(b"\n");
-            }
-        }
-    }
-    hex::encode(hash.finalize())
 }
 
 /// Builds the agent a config names (from the agent registry); the `openai` agent's

@@ -40,7 +40,7 @@
 //! - a verifier's `message` is kept up to [`policy::MAX_MESSAGE_BYTES`] (16 KiB), cut with
 //!   the same marker; its verdict stands;
 //! - an agent's `reply` over the parse stage's limit
-//!   ([`crate::engine::roundtrip::parse::MAX_REPLY_BYTES`], 64 KiB, for every agent) is the
+//!   (`MAX_REPLY_BYTES` of the round trip's parse stage, 64 KiB, for every agent) is the
 //!   agent's own parse error, stored cut.
 //!
 //! # Processes
@@ -121,10 +121,6 @@ pub const MAX_LINE_BYTES: usize = 1 << 20;
 /// included). A longer one is cut at read time, never buffered whole, and ends with
 /// `… [truncated: N bytes]` (N: the bytes cut).
 pub const MAX_STRING_BYTES: usize = 64 << 10;
-
-// A reply cut at read time must still be over the parse stage's limit, so it is refused
-// as the agent's own parse error rather than parsed from its first 64 KiB.
-const _: () = assert!(MAX_STRING_BYTES >= crate::engine::roundtrip::parse::MAX_REPLY_BYTES);
 
 /// The environment variables a plugin inherits; everything else is cleared.
 pub const PASSED_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];

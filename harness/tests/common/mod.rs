@@ -1,10 +1,12 @@
-//! Shared helpers for integration tests: a real fixture server and a real Chromium.
+//! Shared helpers for integration tests: a real fixture server and a real Chromium, the
+//! `faultline` binary, the deterministic tables of a run and folder copies.
 
 #![allow(dead_code)]
 
 use faultline::config::{self, ExperimentConfig, Overrides};
 use faultline::experiment::{Harness, RunRequest, RunSummary};
 use std::path::Path;
+use std::process::Command;
 
 /// The default experiment resolved with small overrides.
 pub fn config(layouts: u32, jobs: usize) -> ExperimentConfig {
@@ -114,4 +116,33 @@ pub fn tables(dir: &Path) -> Vec<(String, String)> {
             (f.to_string(), text)
         })
         .collect()
+}
+
+/// `faultline ARGS`, run to its end: the exit code (-1 when killed by a signal), stdout
+/// and stderr.
+pub fn faultline(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Copies the folder `from` to `to`, subfolders included (a run directory, its
+/// screenshots, a workspace).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
 }

@@ -51,7 +51,7 @@
 //!    function named after the task, and its arm in `OutcomePolicy::judge`.
 //! 5. The oracle's reply (what it types, clicks or answers around the located point),
 //!    in the harness's oracle recorder (`harness/src/experiment/record.rs`), and the
-//!    faults that apply to the task in the fault catalogue (`faults/src/catalogue.rs`,
+//!    faults that apply to the task in the fault catalogue (`faults/src/catalogue/table/`,
 //!    each entry's task list).
 //! 6. Nothing in the analysis: it orders tasks by [`TaskKind::rank`] (the place in
 //!    [`TaskKind::ALL`]).

@@ -1,7 +1,6 @@
 //! The trial page: one trial's page, its guarded CDP calls, navigation, evaluation and
 //! the few reads and writes the faults and the round trip make on it.
 
-use super::pool::Reuse;
 use crate::engine::cost::StageCosts;
 use crate::engine::liveness::{guard, InfraFailure, InfraKind, Liveness, Vital};
 use anyhow::{anyhow, bail, Result};
@@ -15,6 +14,14 @@ use chromiumoxide::{Browser, Page};
 use faultline_tasks::{Point, Size};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// What a reusable page needs to go back into its pool.
+pub(super) struct Reuse {
+    pub(super) pool: tokio::sync::mpsc::Sender<Result<TrialPage>>,
+    pub(super) warm_url: String,
+    /// One of the pool's page slots, given back when the page is closed for good.
+    pub(super) _permit: tokio::sync::OwnedSemaphorePermit,
+}
 
 /// One trial's page in its own browser context.
 ///

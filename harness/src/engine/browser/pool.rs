@@ -3,7 +3,7 @@
 
 use super::launch::BrowserHandle;
 use super::open::open_trial_page;
-use super::page::TrialPage;
+use super::page::{Reuse, TrialPage};
 use crate::engine::liveness::{guard, Liveness, Vital};
 use anyhow::{anyhow, Result};
 use faultline_tasks::Size;
@@ -226,14 +226,6 @@ impl PoolSize {
 
 /// Reset pages a reusing pool keeps waiting unused before it opens another.
 const SPARE_PAGES: usize = 2;
-
-/// What a reusable page needs to go back into its pool.
-pub(super) struct Reuse {
-    pub(super) pool: tokio::sync::mpsc::Sender<Result<TrialPage>>,
-    pub(super) warm_url: String,
-    /// One of the pool's page slots, given back when the page is closed for good.
-    pub(super) _permit: tokio::sync::OwnedSemaphorePermit,
-}
 
 impl PagePool {
     /// Pages a reusing pool has open now (in use, waiting, being reset or being opened);

@@ -24,6 +24,10 @@ pub const SPECIAL_TOKENS: &[&str] = &[
 /// and stored cut to this size (see [`crate::plugin::truncate`]).
 pub const MAX_REPLY_BYTES: usize = 64 << 10;
 
+// A plugin's reply cut at read time must still be over this limit, so it is refused as
+// the agent's own parse error rather than parsed from its first 64 KiB.
+const _: () = assert!(crate::plugin::MAX_STRING_BYTES >= MAX_REPLY_BYTES);
+
 /// The parse stage's error (the reply is recorded; the step ends there).
 #[derive(Debug, thiserror::Error)]
 #[error("parse error: {0}")]

@@ -1,0 +1,79 @@
+//! The DOM layer: document structure (re-renders, duplicates, shadow roots,
+//! virtualization).
+
+use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Stage};
+
+pub(super) const STALE_ELEMENT: FaultSpec = FaultSpec {
+    id: "dom.stale_element",
+    layer: Layer::Dom,
+    stage: Stage::Execute,
+    mechanism: M::Page,
+    tasks: tasks![Grid],
+    description: "the board re-renders on pointerdown: the pressed button is replaced before the release, so no click reaches a button",
+    injection: "a page script replaces every button with a fresh copy when a press begins",
+    parameters: "none",
+    witness: "the re-render and the node it replaced",
+    implies: "no item is selected",
+    outcome_holds: false,
+    not_fired_when: "no press reached a button",
+};
+
+pub(super) const DUPLICATE_LABEL: FaultSpec = FaultSpec {
+    id: "dom.duplicate_label",
+    layer: Layer::Dom,
+    stage: Stage::Execute,
+    mechanism: M::Page,
+    tasks: tasks![Grid],
+    description: "two controls carry the target's label: a promoted copy takes the target's place and the real one moves",
+    injection: "the page renders a second button with the same label in the target's box and moves the real target",
+    parameters: "where the real target moves",
+    witness: "both buttons' boxes",
+    implies: "the promoted copy is selected, not the target (the ledger knows them apart by id)",
+    outcome_holds: false,
+    not_fired_when: "never (the page is rendered that way)",
+};
+
+pub(super) const SHADOW_ROOT: FaultSpec = FaultSpec {
+    id: "dom.shadow_root",
+    layer: Layer::Dom,
+    stage: Stage::Observe,
+    mechanism: M::Page,
+    tasks: tasks![Grid],
+    description: "the board's buttons live inside a closed shadow root: clicks work, the document's DOM does not show them",
+    injection: "a page script moves the board into a closed shadow root with its own handler",
+    parameters: "none",
+    witness: "the shadow host",
+    implies: "the target is selected: the outcome happens; a DOM-reading check cannot see it",
+    outcome_holds: true,
+    not_fired_when: "the page's script did not run",
+};
+
+pub(super) const VIRTUALIZED_LIST: FaultSpec = FaultSpec {
+    id: "dom.virtualized_list",
+    layer: Layer::Dom,
+    stage: Stage::Execute,
+    mechanism: M::Page,
+    tasks: tasks![Frame],
+    description: "the orders table is virtualized with more rows above the target: the target is out of view and not in the DOM",
+    injection: "the frame renders a virtual list with extra leading rows and only the rows in view in the DOM",
+    parameters: "the number of extra rows, 15-30",
+    witness: "whether the target was in the DOM when the click came",
+    implies: "another row is selected",
+    outcome_holds: false,
+    not_fired_when: "the target happened to be in view",
+};
+
+pub(super) const NEVER_SETTLES: FaultSpec = FaultSpec {
+    id: "dom.never_settles",
+    layer: Layer::Dom,
+    stage: Stage::Observe,
+    mechanism: M::Page,
+    tasks: tasks![Grid, Form],
+    description: "a live feed in the corner rewrites part of the page every few tens of milliseconds, forever: the DOM never settles",
+    injection: "a page script updates a small live-ticker element on a fixed interval from load on",
+    parameters: "the update interval, 40-80 ms",
+    witness: "the ticker starting, with its interval",
+    implies: "the action works as usual (the outcome holds); a wait for a stable DOM never ends without a cap, and every before/after comparison sees a change",
+    outcome_holds: true,
+    not_fired_when: "the page's script did not run",
+};

@@ -1,0 +1,78 @@
+//! The execution layer: input reaching (or not reaching) the page's handlers.
+
+use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Stage};
+
+pub(super) const CLICK_SWALLOWED: FaultSpec = FaultSpec {
+    id: "execution.click_swallowed",
+    layer: Layer::Execution,
+    stage: Stage::Execute,
+    mechanism: M::Page,
+    tasks: tasks![Grid, Frame, ..MINIWOB],
+    description: "an invisible layer over the page swallows every click",
+    injection: "the page renders a transparent full-viewport layer on top",
+    parameters: "none",
+    witness: "the click the layer swallowed",
+    implies: "nothing is selected; nothing visible changes",
+    outcome_holds: false,
+    not_fired_when: "no click reached the layer",
+};
+
+pub(super) const CONTROL_DISABLED: FaultSpec = FaultSpec {
+    id: "execution.control_disabled",
+    layer: Layer::Execution,
+    stage: Stage::Execute,
+    mechanism: M::Page,
+    tasks: tasks![Grid, Form],
+    description: "the control the action needs is disabled",
+    injection: "the page renders the target button (or Save) with the disabled attribute",
+    parameters: "none",
+    witness: "the disabled control's box",
+    implies: "the click does nothing: no selection, no write",
+    outcome_holds: false,
+    not_fired_when: "the page's script did not run",
+};
+
+pub(super) const HANDLER_THROWS: FaultSpec = FaultSpec {
+    id: "execution.handler_throws",
+    layer: Layer::Execution,
+    stage: Stage::Execute,
+    mechanism: M::Page,
+    tasks: tasks![Grid, Form],
+    description: "the click handler throws an exception before it updates anything",
+    injection: "a page script intercepts the click on the target and throws a TypeError",
+    parameters: "none",
+    witness: "the exception thrown",
+    implies: "no selection, no write; the page records an uncaught error",
+    outcome_holds: false,
+    not_fired_when: "no click reached the target",
+};
+
+pub(super) const SELECT_IGNORED: FaultSpec = FaultSpec {
+    id: "execution.select_ignored",
+    layer: Layer::Execution,
+    stage: Stage::Execute,
+    mechanism: M::Page,
+    tasks: tasks![Select],
+    description: "a native <select> change silently does not apply: the menu shows the choice, the page's state never hears of it",
+    injection: "a page script swallows the select's change and input events before the page's handler",
+    parameters: "none",
+    witness: "the change event swallowed",
+    implies: "the order keeps its old shipping speed (no choice applied)",
+    outcome_holds: false,
+    not_fired_when: "the menu's value never changed",
+};
+
+pub(super) const MAIN_THREAD_HANG: FaultSpec = FaultSpec {
+    id: "execution.main_thread_hang",
+    layer: Layer::Execution,
+    stage: Stage::Execute,
+    mechanism: M::Page,
+    tasks: tasks![Grid, Form],
+    description: "the click handler hangs the page's main thread (an infinite-looking loop) for longer than the harness's deadlines",
+    injection: "a page script intercepts the click on the target before the page's handler and blocks the main thread on a synchronous request the server holds (and records)",
+    parameters: "the hang, 12000-14000 ms: past the harness's 10000 ms deadline for one call, so the click itself gets no answer",
+    witness: "the click intercepted and the hang's length",
+    implies: "no selection, no write; the page runs no task (no timer, no event, no promise) until the hang ends, and the click never returns; a tool that waits forever, or reports success, is wrong",
+    outcome_holds: false,
+    not_fired_when: "no click reached the target",
+};

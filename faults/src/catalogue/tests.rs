@@ -1,0 +1,109 @@
+//! The catalogue's invariants: unique stable ids, every layer and task covered, the
+//! MiniWoB++ suite followed.
+
+use super::*;
+use faultline_tasks::{MiniwobTask, TaskKind};
+use std::collections::BTreeSet;
+
+#[test]
+fn ids_are_unique_stable_and_round_trip() {
+    let ids: BTreeSet<&str> = Fault::ALL.iter().map(|f| f.id()).collect();
+    assert_eq!(ids.len(), Fault::ALL.len(), "duplicate ids");
+    for f in Fault::ALL {
+        assert_eq!(f.id().parse::<Fault>().unwrap(), *f);
+        assert_eq!(serde_json::to_string(f).unwrap(), format!("\"{}\"", f.id()));
+        let (prefix, name) = f.id().split_once('.').expect("ids are prefix.name");
+        assert!(!name.is_empty() && !name.contains('.'), "{}", f.id());
+        if Fault::STAGE.contains(f) {
+            assert_eq!(prefix, f.stage().name(), "{}", f.id());
+        } else {
+            assert_eq!(prefix, f.layer().name(), "{}", f.id());
+        }
+        assert!(!f.tasks().is_empty(), "{} applies to no task", f.id());
+        let s = f.spec();
+        for text in [
+            s.description,
+            s.injection,
+            s.parameters,
+            s.witness,
+            s.implies,
+            s.not_fired_when,
+        ] {
+            assert!(!text.is_empty(), "{} has an empty field", f.id());
+        }
+    }
+    assert!("parse.nope".parse::<Fault>().is_err());
+}
+
+#[test]
+fn every_layer_has_at_least_two_faults_and_every_task_some() {
+    for layer in Layer::ALL {
+        let n = Fault::ALL.iter().filter(|f| f.layer() == layer).count();
+        assert!(n >= 2, "layer {layer} has {n} fault(s)");
+    }
+    for task in TaskKind::ALL {
+        assert!(Fault::ALL.iter().any(|f| f.applies_to(task)), "{task}");
+    }
+}
+
+#[test]
+fn every_fault_applies_to_the_miniwob_suite_or_says_why_not() {
+    for f in Fault::ALL {
+        let applies = f.tasks().iter().any(|t| t.miniwob_name().is_some());
+        assert_eq!(
+            f.miniwob_not_applicable().is_none(),
+            applies,
+            "{f}: applies to a MiniWoB++ task = {applies}, reason = {:?}",
+            f.miniwob_not_applicable()
+        );
+    }
+}
+
+#[test]
+fn suite_task_lists_follow_the_suite_and_its_properties() {
+    use MiniwobTask as W;
+    let miniwob =
+        |f: Fault| -> Vec<MiniwobTask> { f.tasks().iter().filter_map(|t| t.miniwob()).collect() };
+    assert_eq!(
+        miniwob(Fault::TokenLeak),
+        [
+            W::EnterText,
+            W::LoginUser,
+            W::LoginUserPopup,
+            W::UseAutocomplete,
+            W::SearchEngine
+        ]
+    );
+    assert_eq!(
+        miniwob(Fault::CaptureBeforeSettled),
+        [W::UseAutocomplete, W::ClickCollapsible]
+    );
+    assert_eq!(miniwob(Fault::CookieBanner), MiniwobTask::ALL);
+    assert_eq!(
+        Fault::Modal.tasks()[..4],
+        [
+            TaskKind::Grid,
+            TaskKind::Frame,
+            TaskKind::Chart,
+            TaskKind::MINIWOB[0]
+        ]
+    );
+}
+
+#[test]
+fn every_task_has_one_reference_stage_fault() {
+    for task in TaskKind::REFERENCE {
+        let f = Fault::reference_for(task).unwrap();
+        assert!(Fault::STAGE.contains(&f));
+    }
+    let stages: BTreeSet<Stage> = Fault::STAGE.iter().map(|f| f.stage()).collect();
+    assert_eq!(stages.len(), 4, "one reference fault per stage");
+}
+
+#[test]
+fn layers_parse_by_name() {
+    for l in Layer::ALL {
+        assert_eq!(l.name().parse::<Layer>().unwrap(), l);
+    }
+    assert!("transprt".parse::<Layer>().is_err());
+}

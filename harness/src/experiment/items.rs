@@ -1,0 +1,190 @@
+//! The run's plan: every item the config fixes, before anything runs — the detection
+//! phase's trials ([`specs`]), the recovery phase's episodes ([`episodes`]) — and the
+//! part of them a shard keeps (`keep_shard`). Every item has a stable key; the phases
+//! run the ones not yet stored.
+
+use super::{shard, RunRequest};
+use crate::agent::Agent;
+use anyhow::Result;
+use faultline_faults::Fault;
+use faultline_tasks::seed::derive;
+use faultline_tasks::{Decision, DecisionSet};
+use std::sync::Arc;
+
+/// A trial to run: faulty when it has a fault, working when not.
+#[derive(Clone)]
+pub struct TrialSpec {
+    pub(super) key: String,
+    pub(super) decision: Arc<Decision>,
+    pub(super) fault: Option<Fault>,
+    pub(super) trial_seed: u64,
+}
+
+impl TrialSpec {
+    /// `detection/<task>/<layout>/<fault id|working>`.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The task the replayed decision was recorded for.
+    pub fn task(&self) -> faultline_tasks::TaskKind {
+        self.decision.task
+    }
+
+    /// The key as the owned string it is stored as.
+    pub fn key_string(&self) -> &String {
+        &self.key
+    }
+
+    /// The recorded decision the trial replays.
+    pub fn decision(&self) -> &Decision {
+        &self.decision
+    }
+
+    /// The trial's fault; `None` for the working trial.
+    pub fn fault(&self) -> Option<Fault> {
+        self.fault
+    }
+
+    /// The trial's own seed (the fault's parameters are drawn from it).
+    pub fn trial_seed(&self) -> u64 {
+        self.trial_seed
+    }
+}
+
+/// Every trial of the detection phase, in a fixed order: per task, per layout, each of the
+/// task's faults and then the working trial.
+pub fn specs(config: &crate::config::ExperimentConfig, decisions: &DecisionSet) -> Vec<TrialSpec> {
+    let pairs = config.detection_pairs();
+    let mut specs = Vec::new();
+    for task in &config.tasks {
+        let faults: Vec<Fault> = pairs
+            .iter()
+            .filter(|(t, _)| t == task)
+            .map(|(_, f)| *f)
+            .collect();
+        if faults.is_empty() {
+            continue;
+        }
+        for index in 0..config.layouts {
+            // Only a decision file can lack layouts (see `preload_decisions`).
+            let Some(decision) = decisions.find(*task, config.seed, index) else {
+                continue;
+            };
+            let decision = Arc::new(decision.clone());
+            let mut conditions: Vec<Option<Fault>> = faults.iter().copied().map(Some).collect();
+            conditions.push(None);
+            for fault in conditions {
+                let key = format!(
+                    "detection/{task}/{index:03}/{}",
+                    fault.map_or("working", Fault::id)
+                );
+                specs.push(TrialSpec {
+                    trial_seed: derive(config.seed, &["trial", &key]),
+                    key,
+                    decision: decision.clone(),
+                    fault,
+                });
+            }
+        }
+    }
+    specs
+}
+
+/// An episode to run.
+pub struct EpisodeTask {
+    pub(super) key: String,
+    pub(super) decision: Arc<Decision>,
+    pub(super) fault: Fault,
+    pub(super) policy: String,
+    pub(super) agent: Arc<dyn Agent>,
+    pub(super) run: u32,
+    pub(super) seed: u64,
+}
+
+impl EpisodeTask {
+    /// `recovery/<task>/<fault>/<policy>/<agent>/r<run>/<layout>`.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The task the replayed decision was recorded for.
+    pub fn task(&self) -> faultline_tasks::TaskKind {
+        self.decision.task
+    }
+}
+
+/// Every episode of the recovery phase, in a fixed order.
+pub fn episodes(
+    config: &crate::config::ExperimentConfig,
+    decisions: &DecisionSet,
+    agents: &[Arc<dyn Agent>],
+) -> Vec<EpisodeTask> {
+    let rc = &config.recovery;
+    // Fixed before any agent call: for every agent, the first `layouts` layouts of every
+    // task, every (task, fault) pair, every policy, every run.
+    let mut tasks = Vec::new();
+    for agent in agents {
+        for (task, fault) in config.recovery_pairs() {
+            for policy in &rc.policies {
+                for run in 0..rc.runs {
+                    for index in 0..rc.layouts {
+                        let Some(decision) = decisions.find(task, config.seed, index) else {
+                            continue;
+                        };
+                        let key = format!(
+                            "recovery/{task}/{}/{policy}/{}/r{run}/{index:03}",
+                            fault.id(),
+                            agent.name()
+                        );
+                        tasks.push(EpisodeTask {
+                            seed: derive(config.seed, &["episode", &key]),
+                            key,
+                            decision: Arc::new(decision.clone()),
+                            fault,
+                            policy: policy.clone(),
+                            agent: agent.clone(),
+                            run,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    tasks
+}
+
+/// Keeps the items of the request's shard (all of them when unsharded); for a shard, the
+/// keys it owns (JSON) and the run's item count, to store with it.
+pub(crate) fn keep_shard(
+    req: &RunRequest,
+    specs: &mut Vec<TrialSpec>,
+    episodes: &mut Vec<EpisodeTask>,
+) -> Result<Option<(String, usize)>> {
+    let config = &req.config;
+    Ok(match req.shard {
+        None => None,
+        Some(s) => {
+            let budget = config.recovery.limits.budget;
+            let items: Vec<(String, u64)> = specs
+                .iter()
+                .map(|t| (t.key().to_string(), shard::cost(t.key(), t.task(), budget)))
+                .chain(
+                    episodes
+                        .iter()
+                        .map(|e| (e.key().to_string(), shard::cost(e.key(), e.task(), budget))),
+                )
+                .collect();
+            let assignment = shard::assign(&items, s.count);
+            let mine = |key: &str| assignment[key] + 1 == s.index;
+            specs.retain(|t| mine(t.key()));
+            episodes.retain(|e| mine(e.key()));
+            let keys: std::collections::BTreeSet<&str> = specs
+                .iter()
+                .map(|t| t.key())
+                .chain(episodes.iter().map(|e| e.key()))
+                .collect();
+            Some((serde_json::to_string(&keys)?, items.len()))
+        }
+    })
+}
