@@ -140,6 +140,12 @@ impl FaultPlan {
             | Fault::WrongFeedback
             | Fault::FalseCompletion
             | Fault::UnobservedValue => return None,
+            // Injected by the DevTools proxy, on the harness's own connection.
+            Fault::DevtoolsScaledPointer
+            | Fault::DevtoolsDroppedRelease
+            | Fault::DevtoolsStaleScreenshot
+            | Fault::DevtoolsProtocolError
+            | Fault::DevtoolsCrashAfterInput => return None,
         };
         Some(SiteInjection {
             fault: self.id().to_string(),

@@ -304,6 +304,9 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
             at("faults")
         },
     )?;
+    if harness.is_none() {
+        faults::drop_protocol_faults(&mut faults, &at("faults"))?;
+    }
     if harness.is_some() {
         let unreachable: Vec<&str> = faults
             .iter()
@@ -512,12 +515,14 @@ mod tests {
         // fault only MiniWoB++ pages have an analogue for is left out here).
         let on_fixtures = Fault::ALL
             .iter()
+            .filter(|f| !f.on_the_protocol())
             .filter(|f| f.tasks().iter().any(|t| t.miniwob_name().is_none()))
             .count();
         assert_eq!(c.faults.len(), on_fixtures);
         assert!(!c.faults.contains(&Fault::CaptureBeforeSettled));
         let pairs: usize = Fault::ALL
             .iter()
+            .filter(|f| !f.on_the_protocol())
             .map(|f| {
                 f.tasks()
                     .iter()

@@ -25,9 +25,17 @@ use std::sync::Arc;
 /// The protocol fault an item's catalogue fault arms on its proxy, with its parameters
 /// drawn from the trial seed; `None` for a fault that is not on the protocol.
 pub fn protocol_fault(fault: Fault, seed: u64) -> Option<ProtocolFault> {
+    // No protocol fault of the catalogue draws a parameter yet: the seed is for those
+    // that will (a window-chrome offset, a hold past the client's timeout).
     let _ = seed;
-    let _ = fault;
-    None
+    Some(match fault {
+        Fault::DevtoolsScaledPointer => ProtocolFault::ScaledPointer { factor: 0.75 },
+        Fault::DevtoolsDroppedRelease => ProtocolFault::DroppedRelease,
+        Fault::DevtoolsStaleScreenshot => ProtocolFault::StaleScreenshot,
+        Fault::DevtoolsProtocolError => ProtocolFault::ProtocolError,
+        Fault::DevtoolsCrashAfterInput => ProtocolFault::CrashAfterInput,
+        _ => return None,
+    })
 }
 
 /// A claim's `devtools_upstream` (`http://127.0.0.1:PORT`, `ws://...`, or `HOST:PORT`)
@@ -106,7 +114,7 @@ impl ItemProxy {
 /// Why an item's protocol fault did not fire, when the reason is the harness's
 /// connection rather than its actions: it did not go through the proxy.
 pub fn not_connected(fault: Fault, proxy: Option<&ItemProxy>) -> Option<String> {
-    (protocol_fault(fault, 0).is_some() && proxy.is_none()).then(|| {
+    (fault.on_the_protocol() && proxy.is_none()).then(|| {
         "the harness did not connect through the DevTools proxy (its claim named no devtools_upstream)"
             .to_string()
     })
@@ -115,6 +123,13 @@ pub fn not_connected(fault: Fault, proxy: Option<&ItemProxy>) -> Option<String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_protocol_fault_of_the_catalogue_arms_the_proxy_and_no_other_does() {
+        for &f in Fault::ALL {
+            assert_eq!(protocol_fault(f, 1).is_some(), f.on_the_protocol(), "{f}");
+        }
+    }
 
     #[test]
     fn an_upstream_must_be_on_loopback() {
