@@ -193,12 +193,12 @@ impl Armed {
         !self.state.lock().expect("not poisoned").changes.is_empty()
     }
 
-    /// The record of what the proxy did, as JSON: the fault, its changes and how many
-    /// more there were.
+    /// The record of what the proxy did, as JSON: the protocol fault's name, its changes
+    /// and how many more there were.
     pub fn witness(&self) -> Value {
         let s = self.state.lock().expect("not poisoned");
         json!({
-            "fault": self.fault.name(),
+            "protocol_fault": self.fault.name(),
             "changes": s.changes,
             "unrecorded": s.unrecorded,
         })

@@ -237,3 +237,90 @@ async fn a_claim_naming_the_harness_browser_gets_a_proxy_for_its_lease_only() {
     drop(env);
     chrome.close().await;
 }
+
+/// A grid run with one protocol fault through the reference harness with `flags`.
+fn fault_config(dir: &Path, fault: &str, flags: &[&str]) -> PathBuf {
+    let mut command = vec![
+        "python3".to_string(),
+        reference_harness().display().to_string(),
+        "--no-shots".to_string(),
+    ];
+    command.extend(flags.iter().map(|f| f.to_string()));
+    let text = format!(
+        "seed = 1\nlayouts = 2\ntasks = [\"grid\"]\nfaults = [\"{fault}\"]\n\n[harness]\nname = \"playwright\"\ncommand = {command:?}\nworkers = 1\n"
+    );
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("harness.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The fault items' rows: (fired, truth, witness, not-fired reason, ledger).
+type FaultRow = (Option<bool>, bool, Option<String>, Option<String>, String);
+
+fn fault_rows(out: &Path) -> Vec<FaultRow> {
+    let db = Connection::open(out.join("results.sqlite")).unwrap();
+    let mut stmt = db
+        .prepare(
+            "SELECT fired, truth_achieved, witness, not_fired_reason, ledger FROM trials WHERE fault IS NOT NULL",
+        )
+        .unwrap();
+    stmt.query_map([], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+#[test]
+fn a_scaled_click_on_the_harness_connection_lands_off_target_and_fired_is_honest() {
+    let dir = tempfile::tempdir().unwrap();
+    let fault = "execution.devtools_scaled_pointer";
+    let proxied = dir.path().join("proxied");
+    run(
+        &fault_config(&dir.path().join("a"), fault, &["--devtools"]),
+        &proxied,
+    );
+    let rows = fault_rows(&proxied);
+    assert_eq!(rows.len(), 2, "2 layouts of the grid");
+    for (fired, truth, witness, reason, ledger) in &rows {
+        assert_eq!(*fired, Some(true), "{witness:?} {reason:?}");
+        assert!(!truth, "the click landed off its target: {ledger}");
+        let w: serde_json::Value = serde_json::from_str(witness.as_deref().unwrap()).unwrap();
+        let changes = w["changes"].as_array().expect("the proxy's changes");
+        let press = changes
+            .iter()
+            .find(|c| c["original"]["type"] == "mousePressed")
+            .unwrap_or_else(|| panic!("the press was changed: {w}"));
+        let (ox, cx) = (
+            press["original"]["x"].as_f64().unwrap(),
+            press["changed"]["x"].as_f64().unwrap(),
+        );
+        assert!((cx - ox * 0.75).abs() < 0.01, "{press}");
+        // The page's own ledger has the click where the proxy sent it, not where the
+        // harness aimed.
+        let ledger: serde_json::Value = serde_json::from_str(ledger).unwrap();
+        let click = ledger["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["kind"] == "click")
+            .unwrap_or_else(|| panic!("the page recorded a click: {ledger}"));
+        let lx = click["data"]["x"].as_f64().unwrap();
+        assert!(
+            (lx - cx).abs() <= 1.0 && (lx - ox).abs() > 1.0,
+            "ledger x {lx}, sent {ox}, changed {cx}"
+        );
+    }
+    // The same items without the proxy: the fault could not act, and says why.
+    let plain = dir.path().join("plain");
+    run(&fault_config(&dir.path().join("b"), fault, &[]), &plain);
+    for (fired, truth, _, reason, _) in fault_rows(&plain) {
+        assert_eq!(fired, Some(false));
+        assert!(truth, "untouched, the harness's click lands");
+        assert!(reason
+            .unwrap()
+            .contains("did not connect through the DevTools proxy"));
+    }
+}
