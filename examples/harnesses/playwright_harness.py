@@ -230,10 +230,17 @@ def run_item(browser, item, flags):
                 viewport["width"] / image["width"],
                 viewport["height"] / image["height"],
             )
-        executed, answer = execute(page, actions, scale)
-        hovered = any(v == "hover" for v, _ in actions)
-        settle = 0 if flags.no_settle else (HOVER_SETTLE_MS if hovered else SETTLE_MS)
-        after = observe(page, settle)
+        try:
+            executed, answer = execute(page, actions, scale)
+            hovered = any(v == "hover" for v, _ in actions)
+            settle = 0 if flags.no_settle else (HOVER_SETTLE_MS if hovered else SETTLE_MS)
+            after = observe(page, settle)
+        except PlaywrightError as e:
+            # The browser refused an action or lost the page: the tool's error is the
+            # item's outcome, reported as such (not a crash of the harness).
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            report.update(verdict="fail", message=f"the tool failed: {first}", tool_message=first)
+            return report
         msg = tool_message(before, after)
         verdict, message = verify(before, after, answer, msg, flags.trust_tool)
         report.update(

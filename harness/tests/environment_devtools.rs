@@ -324,3 +324,63 @@ fn a_scaled_click_on_the_harness_connection_lands_off_target_and_fired_is_honest
             .contains("did not connect through the DevTools proxy"));
     }
 }
+
+/// The harness's verdict on each fault item, and the run's infrastructure errors.
+fn verdicts_and_infra(out: &Path) -> (Vec<String>, usize) {
+    let db = Connection::open(out.join("results.sqlite")).unwrap();
+    let verdicts = db
+        .prepare("SELECT v.verdict FROM trials t JOIN verdicts v USING (trial_key) WHERE t.fault IS NOT NULL")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let infra: usize = db
+        .query_row("SELECT COUNT(*) FROM infra_errors", [], |r| r.get(0))
+        .unwrap();
+    (verdicts, infra)
+}
+
+#[test]
+fn each_protocol_fault_fires_on_the_reference_harness_with_its_ledger_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    // (fault, the ledger's truth once it fired, the verdict the reference harness gives)
+    for (fault, truth, verdict) in [
+        // The page saw a press and no release: nothing selected; the harness's verifier
+        // sees no change.
+        ("execution.devtools_dropped_release", false, None),
+        // The click happened; only the harness's observation is stale.
+        ("tool.devtools_stale_screenshot", true, None),
+        // The click never reached the page; the harness reports its tool's error.
+        ("tool.devtools_protocol_error", false, Some("fail")),
+        // The click landed, then the page crashed: the harness reports the lost page.
+        ("tool.devtools_crash_after_input", true, Some("fail")),
+    ] {
+        let out = dir.path().join(fault);
+        run(
+            &fault_config(
+                &dir.path().join(format!("cfg-{fault}")),
+                fault,
+                &["--devtools"],
+            ),
+            &out,
+        );
+        let rows = fault_rows(&out);
+        assert_eq!(rows.len(), 2, "{fault}");
+        for (fired, achieved, witness, reason, ledger) in &rows {
+            assert_eq!(*fired, Some(true), "{fault}: {reason:?}");
+            assert_eq!(*achieved, truth, "{fault}: {ledger}");
+            let w: serde_json::Value = serde_json::from_str(witness.as_deref().unwrap()).unwrap();
+            assert_eq!(w["fault"], fault);
+            assert!(!w["changes"].as_array().unwrap().is_empty(), "{fault}: {w}");
+        }
+        let (verdicts, infra) = verdicts_and_infra(&out);
+        assert_eq!(
+            infra, 0,
+            "{fault}: the fault's effect is the item's outcome, not an infrastructure error"
+        );
+        if let Some(v) = verdict {
+            assert!(verdicts.iter().all(|x| x == v), "{fault}: {verdicts:?}");
+        }
+    }
+}
