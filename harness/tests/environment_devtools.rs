@@ -346,6 +346,8 @@ fn each_protocol_fault_fires_on_the_reference_harness_with_its_ledger_effect() {
     let dir = tempfile::tempdir().unwrap();
     // (fault, the ledger's truth once it fired, the verdict the reference harness gives)
     for (fault, truth, verdict) in [
+        // The click lands at twice its point, or outside the viewport.
+        ("execution.devtools_device_pixels", false, None),
         // The page saw a press and no release: nothing selected; the harness's verifier
         // sees no change.
         ("execution.devtools_dropped_release", false, None),
@@ -382,5 +384,44 @@ fn each_protocol_fault_fires_on_the_reference_harness_with_its_ledger_effect() {
         if let Some(v) = verdict {
             assert!(verdicts.iter().all(|x| x == v), "{fault}: {verdicts:?}");
         }
+    }
+}
+
+#[test]
+fn a_chrome_offset_moves_the_click_by_the_seeds_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let fault = "execution.devtools_chrome_offset";
+    let out = dir.path().join("offset");
+    run(
+        &fault_config(&dir.path().join("cfg"), fault, &["--devtools"]),
+        &out,
+    );
+    let rows = fault_rows(&out);
+    assert_eq!(rows.len(), 2);
+    for (fired, _, witness, _, ledger) in &rows {
+        assert_eq!(*fired, Some(true));
+        let w: serde_json::Value = serde_json::from_str(witness.as_deref().unwrap()).unwrap();
+        let press = w["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["original"]["type"] == "mousePressed")
+            .cloned()
+            .unwrap_or_else(|| panic!("{w}"));
+        let dy = press["changed"]["y"].as_f64().unwrap() - press["original"]["y"].as_f64().unwrap();
+        assert!((72.0..=112.0).contains(&dy), "{press}");
+        assert_eq!(press["changed"]["x"], press["original"]["x"]);
+        let ledger: serde_json::Value = serde_json::from_str(ledger).unwrap();
+        let click = ledger["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["kind"] == "click")
+            .unwrap_or_else(|| panic!("{ledger}"));
+        let ly = click["data"]["y"].as_f64().unwrap();
+        assert!(
+            (ly - press["changed"]["y"].as_f64().unwrap()).abs() <= 1.0,
+            "ledger y {ly}: {press}"
+        );
     }
 }

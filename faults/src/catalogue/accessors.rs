@@ -67,6 +67,8 @@ impl Fault {
             | F::CaptureBeforeSettled
             | F::DevtoolsScaledPointer
             | F::DevtoolsDroppedRelease
+            | F::DevtoolsDevicePixels
+            | F::DevtoolsChromeOffset
             | F::DevtoolsStaleScreenshot
             | F::DevtoolsProtocolError
             | F::DevtoolsCrashAfterInput => return None,

@@ -143,6 +143,8 @@ impl FaultPlan {
             // Injected by the DevTools proxy, on the harness's own connection.
             Fault::DevtoolsScaledPointer
             | Fault::DevtoolsDroppedRelease
+            | Fault::DevtoolsDevicePixels
+            | Fault::DevtoolsChromeOffset
             | Fault::DevtoolsStaleScreenshot
             | Fault::DevtoolsProtocolError
             | Fault::DevtoolsCrashAfterInput => return None,

@@ -25,11 +25,14 @@ use std::sync::Arc;
 /// The protocol fault an item's catalogue fault arms on its proxy, with its parameters
 /// drawn from the trial seed; `None` for a fault that is not on the protocol.
 pub fn protocol_fault(fault: Fault, seed: u64) -> Option<ProtocolFault> {
-    // No protocol fault of the catalogue draws a parameter yet: the seed is for those
-    // that will (a window-chrome offset, a hold past the client's timeout).
-    let _ = seed;
     Some(match fault {
         Fault::DevtoolsScaledPointer => ProtocolFault::ScaledPointer { factor: 0.75 },
+        Fault::DevtoolsDevicePixels => ProtocolFault::ScaledPointer { factor: 2.0 },
+        // A window's title bar, tab strip and toolbar: 72 to 112 CSS pixels.
+        Fault::DevtoolsChromeOffset => ProtocolFault::OffsetPointer {
+            dx: 0.0,
+            dy: 72.0 + (seed % 41) as f64,
+        },
         Fault::DevtoolsDroppedRelease => ProtocolFault::DroppedRelease,
         Fault::DevtoolsStaleScreenshot => ProtocolFault::StaleScreenshot,
         Fault::DevtoolsProtocolError => ProtocolFault::ProtocolError,

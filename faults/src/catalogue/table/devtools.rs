@@ -79,3 +79,33 @@ pub(super) const CRASH_AFTER_INPUT: FaultSpec = FaultSpec {
     outcome_holds: false,
     not_fired_when: "the harness completed no input through the proxy",
 };
+
+pub(super) const DEVICE_PIXELS: FaultSpec = FaultSpec {
+    id: "execution.devtools_device_pixels",
+    layer: Layer::Execution,
+    stage: Stage::Execute,
+    mechanism: M::Devtools,
+    tasks: tasks![Grid, Frame, Form, ..MINIWOB],
+    description: "mouse coordinates arrive in the device pixels of a 2x display, not CSS pixels",
+    injection: "the DevTools proxy multiplies Input.dispatchMouseEvent's x and y by 2",
+    parameters: "none (the factor is fixed at 2)",
+    witness: "each rewritten event: its type, its point before and after, the session, the time",
+    implies: "the click lands at twice its point, off the target (or outside the viewport, where it hits nothing)",
+    outcome_holds: false,
+    not_fired_when: "the harness sent no mouse event through the proxy",
+};
+
+pub(super) const CHROME_OFFSET: FaultSpec = FaultSpec {
+    id: "execution.devtools_chrome_offset",
+    layer: Layer::Execution,
+    stage: Stage::Execute,
+    mechanism: M::Devtools,
+    tasks: tasks![Grid, Frame, Form, ..MINIWOB],
+    description: "mouse coordinates are shifted down by a window's chrome (title bar, tabs, toolbar), as if measured from the screen",
+    injection: "the DevTools proxy adds a fixed offset to Input.dispatchMouseEvent's y",
+    parameters: "the offset, 72 to 112 CSS pixels, from the trial seed",
+    witness: "each rewritten event: its type, its point before and after, the session, the time",
+    implies: "the click lands the offset below its point: on whatever is there instead of the target",
+    outcome_holds: false,
+    not_fired_when: "the harness sent no mouse event through the proxy",
+};

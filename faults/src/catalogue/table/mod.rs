@@ -166,6 +166,10 @@ faults! {
     DevtoolsScaledPointer = devtools::SCALED_POINTER,
     /// A click's mouseReleased dropped on the harness's own DevTools connection.
     DevtoolsDroppedRelease = devtools::DROPPED_RELEASE,
+    /// Mouse coordinates doubled (device pixels of a 2x display) on the harness's connection.
+    DevtoolsDevicePixels = devtools::DEVICE_PIXELS,
+    /// Mouse coordinates shifted by a window-chrome offset on the harness's connection.
+    DevtoolsChromeOffset = devtools::CHROME_OFFSET,
     // ---- semantic ----
     /// The target's visible label is renamed.
     LabelRenamed = semantic::LABEL_RENAMED,
