@@ -43,6 +43,9 @@ pub enum ProtocolFault {
     /// `Page.captureScreenshot` after an action answered with the frame the proxy
     /// captured just before that action.
     StaleScreenshot,
+    /// `Page.captureScreenshot` after an action answered with the frame the proxy
+    /// captured the moment the action's last input was answered, before the page settled.
+    UnsettledScreenshot,
     /// The first action answered with a protocol error instead of being delivered.
     ProtocolError,
     /// The answer to the first action held back for `hold` (past the client's timeout).
@@ -63,6 +66,7 @@ impl ProtocolFault {
             ProtocolFault::DroppedRelease => "dropped_release",
             ProtocolFault::ModifierLost => "modifier_lost",
             ProtocolFault::StaleScreenshot => "stale_screenshot",
+            ProtocolFault::UnsettledScreenshot => "unsettled_screenshot",
             ProtocolFault::ProtocolError => "protocol_error",
             ProtocolFault::HeldAnswer { .. } => "held_answer",
             ProtocolFault::CrashAfterInput => "crash_after_input",
@@ -101,6 +105,8 @@ struct Watched {
     crash: bool,
     /// A screenshot the stale frame replaces.
     screenshot: bool,
+    /// A capture of the proxy's own follows the answer (the unsettled frame).
+    capture_after: bool,
 }
 
 #[derive(Default)]
@@ -112,9 +118,10 @@ struct State {
     acted: bool,
     /// Commands whose answers matter, by (connection, session, id).
     watched: HashMap<(u64, Option<String>, i64), Watched>,
-    /// Per (connection, session): the frame captured just before the first action
-    /// since the client's last capture, and when.
-    before_action: HashMap<(u64, Option<String>), (String, u64)>,
+    /// Per (connection, session): the frame the client's next capture is answered with
+    /// (captured just before the first action since its last capture, or just after the
+    /// last input), and when.
+    frame: HashMap<(u64, Option<String>), (String, u64)>,
     /// Per (connection, session): the client's last `Page.captureScreenshot` params.
     capture_params: HashMap<(u64, Option<String>), Value>,
 }
@@ -322,11 +329,12 @@ impl Tamper for Armed {
                             hold: false,
                             crash: false,
                             screenshot: true,
+                            capture_after: false,
                         },
                     );
                     return Step::Relay;
                 }
-                if is_action(&method, &params) && !s.before_action.contains_key(&key(route)) {
+                if is_action(&method, &params) && !s.frame.contains_key(&key(route)) {
                     let mut capture = s
                         .capture_params
                         .get(&key(route))
@@ -337,6 +345,25 @@ impl Tamper for Armed {
                     }
                     return Step::After(
                         json!({ "method": "Page.captureScreenshot", "params": capture }),
+                    );
+                }
+                Step::Relay
+            }
+            ProtocolFault::UnsettledScreenshot => {
+                let screenshot = method == "Page.captureScreenshot";
+                if screenshot {
+                    s.capture_params.insert(key(route), params.clone());
+                }
+                if screenshot || ends_action(&method, &params) {
+                    s.watched.insert(
+                        watch_key(&id),
+                        Watched {
+                            method,
+                            hold: false,
+                            crash: false,
+                            screenshot,
+                            capture_after: !screenshot,
+                        },
                     );
                 }
                 Step::Relay
@@ -367,6 +394,7 @@ impl Tamper for Armed {
                         hold: true,
                         crash: false,
                         screenshot: false,
+                        capture_after: false,
                     },
                 );
                 Step::Relay
@@ -380,6 +408,7 @@ impl Tamper for Armed {
                         hold: false,
                         crash: true,
                         screenshot: false,
+                        capture_after: false,
                     },
                 );
                 Step::Relay
@@ -432,8 +461,17 @@ impl Tamper for Armed {
             );
             return Step::Then(crash);
         }
+        if w.capture_after {
+            let capture = s
+                .capture_params
+                .get(&key(route))
+                .filter(|p| p.is_object())
+                .cloned()
+                .unwrap_or_else(|| json!({ "format": "png" }));
+            return Step::Then(json!({ "method": "Page.captureScreenshot", "params": capture }));
+        }
         if w.screenshot {
-            let Some((frame, captured_at)) = s.before_action.remove(&key(route)) else {
+            let Some((frame, captured_at)) = s.frame.remove(&key(route)) else {
                 return Step::Relay;
             };
             let Some(data) = message.pointer("/result/data").and_then(Value::as_str) else {
@@ -446,7 +484,10 @@ impl Tamper for Armed {
                 &mut s,
                 route,
                 &w.method,
-                format!("the screenshot answered with the frame captured before the last action (at {captured_at}, unix ms)"),
+                match self.fault {
+                    ProtocolFault::UnsettledScreenshot => format!("the screenshot answered with the frame captured right after the last input, before the page settled (at {captured_at}, unix ms)"),
+                    _ => format!("the screenshot answered with the frame captured before the last action (at {captured_at}, unix ms)"),
+                },
                 json!({ "data_base64_bytes": fresh }),
                 json!({ "data_base64_bytes": stale, "captured_at_unix_ms": captured_at }),
             );
@@ -463,7 +504,7 @@ impl Tamper for Armed {
             self.state
                 .lock()
                 .expect("not poisoned")
-                .before_action
+                .frame
                 .insert(key(route), (data.to_string(), now_ms()));
         }
     }

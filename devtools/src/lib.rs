@@ -97,7 +97,7 @@ pub enum Step {
     /// the answer through [`Tamper::injected_answer`] before the message goes on.
     After(Value),
     /// Relayed (as rewritten), then this command of the proxy's own is sent on the same
-    /// session; its answer, if any, is dropped.
+    /// session; its answer, if one comes, goes to [`Tamper::injected_answer`].
     Then(Value),
 }
 
@@ -112,7 +112,8 @@ pub trait Tamper: Send + Sync + 'static {
     /// A browser's message on its way to the client (an answer with `id`, or an event
     /// with `method`). It may be rewritten in place.
     fn message(&self, route: Route<'_>, message: &mut Value) -> Step;
-    /// The browser's answer to a command of the proxy's own sent by [`Step::After`].
+    /// The browser's answer to a command of the proxy's own ([`Step::After`],
+    /// [`Step::Then`]).
     fn injected_answer(&self, route: Route<'_>, request: &Value, answer: &Value) {
         let _ = (route, request, answer);
     }

@@ -33,8 +33,16 @@ fn ws_config() -> WebSocketConfig {
         .max_frame_size(Some(MAX_MESSAGE_BYTES))
 }
 
-/// A command of the proxy's own, waiting for its answer.
-type Waiting = Arc<Mutex<HashMap<i64, Option<oneshot::Sender<Value>>>>>;
+/// A command of the proxy's own, waiting for its answer: the command, its session, and
+/// who gets the answer (the caller waiting on it, or else the tamper's
+/// [`Tamper::injected_answer`]).
+type Waiting = Arc<Mutex<HashMap<i64, Injected>>>;
+
+struct Injected {
+    request: Value,
+    session: Option<String>,
+    reply: Option<oneshot::Sender<Value>>,
+}
 
 /// What both directions of one relayed connection share.
 struct Link {
@@ -274,8 +282,22 @@ where
             .filter(|id| *id >= INJECTED_ID_BASE)
         {
             let waiter = link.waiting.lock().expect("not poisoned").remove(&id);
-            if let Some(Some(tx)) = waiter {
-                let _ = tx.send(v);
+            match waiter {
+                Some(Injected {
+                    reply: Some(tx), ..
+                }) => {
+                    let _ = tx.send(v);
+                }
+                Some(Injected {
+                    request, session, ..
+                }) => {
+                    let route = Route {
+                        connection: link.number,
+                        session: session.as_deref(),
+                    };
+                    tamper.injected_answer(route, &request, &v);
+                }
+                None => {}
             }
             continue;
         }
@@ -317,7 +339,8 @@ where
 }
 
 /// Sends a command of the proxy's own (`{"method", "params"}`) on `session`; with
-/// `wait`, its answer (or `None` after [`INJECTED_TIMEOUT`]).
+/// `wait`, its answer (or `None` after [`INJECTED_TIMEOUT`]); without, its answer goes
+/// to the tamper when it comes.
 async fn inject(link: &Link, cmd: &Value, session: Option<&str>, wait: bool) -> Option<Value> {
     let id = link.next_id.fetch_add(1, Ordering::Relaxed);
     let mut message = serde_json::json!({
@@ -329,10 +352,14 @@ async fn inject(link: &Link, cmd: &Value, session: Option<&str>, wait: bool) -> 
         message["sessionId"] = Value::String(s.to_string());
     }
     let (tx, rx) = oneshot::channel();
-    link.waiting
-        .lock()
-        .expect("not poisoned")
-        .insert(id, wait.then_some(tx));
+    link.waiting.lock().expect("not poisoned").insert(
+        id,
+        Injected {
+            request: cmd.clone(),
+            session: session.map(str::to_string),
+            reply: wait.then_some(tx),
+        },
+    );
     link.to_browser.send(json(&message)).await.ok()?;
     if !wait {
         return None;

@@ -28,8 +28,10 @@ fn page(port: u16) -> String {
         r#"<!doctype html><html><head><title>proxy test</title></head>
 <body style="margin:0">
 <button id="button" style="position:absolute;left:100px;top:100px;width:200px;height:60px"
-  onclick="const c=document.getElementById('clicks'); c.textContent=String(+c.textContent+1)">press</button>
+  onclick="const c=document.getElementById('clicks'); c.textContent=String(+c.textContent+1);
+           setTimeout(() => document.getElementById('late').textContent = 'settled', 300)">press</button>
 <div id="clicks" style="position:absolute;left:400px;top:100px">0</div>
+<div id="late" style="position:absolute;left:500px;top:100px;font-size:30px">waiting</div>
 <input id="field" style="position:absolute;left:100px;top:200px;width:300px;height:30px">
 <iframe src="http://127.0.0.1:{port}/inner" style="position:absolute;left:0;top:300px;width:300px;height:100px"></iframe>
 <iframe src="http://localhost:{port}/inner" style="position:absolute;left:400px;top:300px;width:300px;height:100px"></iframe>
@@ -460,6 +462,53 @@ async fn a_stale_screenshot_is_the_frame_from_before_the_click() {
     let changes = armed.changes();
     assert_eq!(changes.len(), 1, "{changes:?}");
     assert_eq!(changes[0].method, "Page.captureScreenshot");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsettled_screenshot_is_the_frame_from_right_after_the_click() {
+    let (site, server) = test_site().await;
+    let chrome = chromium().await;
+    let armed = Arc::new(Armed::new(ProtocolFault::UnsettledScreenshot));
+    let tamper: Arc<dyn Tamper> = armed.clone();
+    let proxy = Proxy::start(chrome.devtools_addr().unwrap(), Some(tamper))
+        .await
+        .unwrap();
+    let (mut browser, handler) = oxide(&proxy).await;
+    let page = browser.new_page(format!("http://{site}/")).await.unwrap();
+    page.wait_for_navigation().await.unwrap();
+    let shot = || async {
+        page.screenshot(chromiumoxide::page::ScreenshotParams::builder().build())
+            .await
+            .unwrap()
+    };
+    let before = shot().await;
+    page.click(chromiumoxide::layout::Point::new(200.0, 130.0))
+        .await
+        .unwrap();
+    // The harness waits for the page to settle (the late change comes at 300 ms).
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(
+        eval(&page, "document.getElementById('late').textContent").await,
+        "settled"
+    );
+    let after = shot().await;
+    let fresh = shot().await;
+    let _ = browser.close().await;
+    handler.abort();
+    proxy.stop();
+    close(chrome).await;
+    server.abort();
+    assert_ne!(after, before, "the unsettled frame shows the click's count");
+    assert_ne!(
+        after, fresh,
+        "but not the page's late change: it was taken before it"
+    );
+    let changes = armed.changes();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert!(
+        changes[0].what.contains("before the page settled"),
+        "{changes:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -353,6 +353,8 @@ fn each_protocol_fault_fires_on_the_reference_harness_with_its_ledger_effect() {
         ("execution.devtools_dropped_release", false, None),
         // The click happened; only the harness's observation is stale.
         ("tool.devtools_stale_screenshot", true, None),
+        // The click happened; the harness's observation is from before the page settled.
+        ("tool.devtools_unsettled_screenshot", true, None),
         // The click never reached the page; the harness reports its tool's error.
         ("tool.devtools_protocol_error", false, Some("fail")),
         // The click landed, then the page crashed: the harness reports the lost page.

@@ -70,6 +70,7 @@ impl Fault {
             | F::DevtoolsDevicePixels
             | F::DevtoolsChromeOffset
             | F::DevtoolsStaleScreenshot
+            | F::DevtoolsUnsettledScreenshot
             | F::DevtoolsProtocolError
             | F::DevtoolsCrashAfterInput => return None,
             F::IframeNoChange => "MiniWoB++ pages have no iframe for a click to land in",

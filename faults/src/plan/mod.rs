@@ -146,6 +146,7 @@ impl FaultPlan {
             | Fault::DevtoolsDevicePixels
             | Fault::DevtoolsChromeOffset
             | Fault::DevtoolsStaleScreenshot
+            | Fault::DevtoolsUnsettledScreenshot
             | Fault::DevtoolsProtocolError
             | Fault::DevtoolsCrashAfterInput => return None,
         };

@@ -35,6 +35,7 @@ pub fn protocol_fault(fault: Fault, seed: u64) -> Option<ProtocolFault> {
         },
         Fault::DevtoolsDroppedRelease => ProtocolFault::DroppedRelease,
         Fault::DevtoolsStaleScreenshot => ProtocolFault::StaleScreenshot,
+        Fault::DevtoolsUnsettledScreenshot => ProtocolFault::UnsettledScreenshot,
         Fault::DevtoolsProtocolError => ProtocolFault::ProtocolError,
         Fault::DevtoolsCrashAfterInput => ProtocolFault::CrashAfterInput,
         _ => return None,

@@ -109,3 +109,18 @@ pub(super) const CHROME_OFFSET: FaultSpec = FaultSpec {
     outcome_holds: false,
     not_fired_when: "the harness sent no mouse event through the proxy",
 };
+
+pub(super) const UNSETTLED_SCREENSHOT: FaultSpec = FaultSpec {
+    id: "tool.devtools_unsettled_screenshot",
+    layer: Layer::Tool,
+    stage: Stage::Observe,
+    mechanism: M::Devtools,
+    tasks: tasks![Search, Grid, Frame, Chart, Form, Select, ..MINIWOB],
+    description: "the screenshot after an action is the frame from the instant its last input was answered, before the page settled",
+    injection: "when an action's last input (mouseReleased, keyUp, insertText) is answered, the DevTools proxy captures a frame of its own; the harness's next Page.captureScreenshot is answered with it",
+    parameters: "none (the capture's format follows the harness's own last capture)",
+    witness: "the answered capture: the sizes of the fresh and the unsettled image data, when the unsettled one was taken",
+    implies: "nothing on the page: the action happened as the ledger shows; only the harness's observation misses what the page did after it",
+    outcome_holds: true,
+    not_fired_when: "the harness captured no screenshot after an action through the proxy, or captured before the proxy's own capture was answered",
+};

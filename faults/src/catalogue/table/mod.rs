@@ -194,6 +194,8 @@ faults! {
     RendererCrash = tool::RENDERER_CRASH,
     /// The screenshot after an action answered with the frame from before it.
     DevtoolsStaleScreenshot = devtools::STALE_SCREENSHOT,
+    /// The screenshot after an action answered with the frame from before the page settled.
+    DevtoolsUnsettledScreenshot = devtools::UNSETTLED_SCREENSHOT,
     /// The first action answered with a protocol error, not delivered.
     DevtoolsProtocolError = devtools::PROTOCOL_ERROR,
     /// Page.crash sent right after the first input.
