@@ -557,6 +557,39 @@ mod tests {
     }
 
     #[test]
+    fn a_held_answer_is_the_first_actions_and_only_its() {
+        let hold = Duration::from_secs(31);
+        let armed = Armed::new(ProtocolFault::HeldAnswer { hold });
+        let mut pressed = json!({"id": 5, "method": "Input.dispatchMouseEvent", "sessionId": "S",
+            "params": {"type": "mousePressed", "x": 1, "y": 1}});
+        assert_eq!(armed.command(route(Some("S")), &mut pressed), Step::Relay);
+        let mut other = json!({"id": 4, "result": {}, "sessionId": "S"});
+        assert_eq!(armed.message(route(Some("S")), &mut other), Step::Relay);
+        let mut answer = json!({"id": 5, "result": {}, "sessionId": "S"});
+        assert_eq!(
+            armed.message(route(Some("S")), &mut answer),
+            Step::Hold(hold)
+        );
+        assert_eq!(armed.changes()[0].changed["answered_after_ms"], 31_000);
+        let mut again = json!({"id": 6, "method": "Input.dispatchMouseEvent", "sessionId": "S",
+            "params": {"type": "mousePressed", "x": 1, "y": 1}});
+        armed.command(route(Some("S")), &mut again);
+        let mut answer = json!({"id": 6, "result": {}, "sessionId": "S"});
+        assert_eq!(armed.message(route(Some("S")), &mut answer), Step::Relay);
+    }
+
+    #[test]
+    fn a_lost_modifier_is_recorded_and_a_plain_key_left_alone() {
+        let armed = Armed::new(ProtocolFault::ModifierLost);
+        let mut plain = json!({"id": 1, "method": "Input.dispatchKeyEvent", "params": {"type": "keyDown", "key": "a"}});
+        assert_eq!(armed.command(route(None), &mut plain), Step::Relay);
+        let mut ctrl = json!({"id": 2, "method": "Input.dispatchKeyEvent", "params": {"type": "keyDown", "key": "a", "modifiers": 2}});
+        assert_eq!(armed.command(route(None), &mut ctrl), Step::Rewritten);
+        assert_eq!(ctrl["params"]["modifiers"], 0);
+        assert_eq!(armed.changes()[0].original["modifiers"], 2);
+    }
+
+    #[test]
     fn the_protocol_error_answers_the_first_action_only() {
         let armed = Armed::new(ProtocolFault::ProtocolError);
         let mut moved = json!({"id": 1, "method": "Input.dispatchMouseEvent", "params": {"type": "mouseMoved", "x": 1, "y": 1}});
