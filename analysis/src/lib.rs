@@ -12,6 +12,7 @@
 //! - [`report`]: compute the analysis once, then write it (CSV, Markdown, plots).
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod compare;
 pub mod config;

@@ -26,6 +26,7 @@
 //! instant it captured, the status it served), not from what the page recorded.
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod catalogue;
 mod plan;

@@ -18,6 +18,7 @@
 //!   SIGINT, SIGTERM and SIGHUP mean.
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod agent;
 pub mod children;

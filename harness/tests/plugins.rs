@@ -637,7 +637,7 @@ fn regression_a_plugin_writing_an_endless_line_is_a_protocol_failure() {
     let e = pool
         .with_process(|p| p.request(serde_json::json!({"type": "judge", "evidence": {}})))
         .unwrap_err();
-    assert_eq!(e.kind, "protocol", "{e:?}");
+    assert_eq!(e.kind.name(), "protocol", "{e:?}");
     assert!(
         e.reason
             .contains(&format!("over {} bytes", faultline::plugin::MAX_LINE_BYTES)),

@@ -42,6 +42,7 @@
 //! judge (they return `Ok`).
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod builtin;
 mod evidence;
@@ -49,6 +50,7 @@ mod evidence;
 pub use builtin::{GenericPolicy, OutcomePolicy, PixelPolicy, UnverifiedPolicy};
 pub use evidence::{Control, Evidence, FrameSnapshot, Observation, PageState};
 
+use faultline_tasks::PluginFailure;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -79,9 +81,9 @@ impl Judgement {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{kind}: {reason}")]
 pub struct InfraError {
-    /// A short stable name: `spawn`, `crash`, `timeout`, `malformed`, `unknown_verdict`,
-    /// `protocol`.
-    pub kind: String,
+    /// How the process failed (`spawn`, `crash`, `timeout`, `malformed`,
+    /// `unknown_verdict`, `protocol`).
+    pub kind: PluginFailure,
     /// What went wrong, for a person.
     pub reason: String,
     /// The last bytes the process wrote to stderr (empty when there is none).

@@ -34,6 +34,7 @@
 //! The server binds `127.0.0.1` on an ephemeral port unless told otherwise.
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod app;
 pub mod fault;

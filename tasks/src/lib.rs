@@ -23,6 +23,7 @@
 //! - [`named_enum!`]: the one definition of a simple enum's stable names.
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod action;
 pub mod decision;
@@ -45,5 +46,5 @@ pub use geometry::{Point, Rect, Size};
 pub use instruction::Instruction;
 pub use layout::{ChartLayout, FrameLayout, GridItem, GridLayout, Layout, SearchLayout};
 pub use outcome::{Condition, StopReason, Verdict};
-pub use run::{InfraKind, Phase};
+pub use run::{InfraErrorKind, InfraKind, Phase, PluginFailure};
 pub use task::{MiniwobTask, Task, TaskKind};

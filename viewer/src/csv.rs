@@ -1,7 +1,7 @@
 //! A minimal reader for the CSVs the report writes (RFC 4180 quoting).
 
 /// Parses `text` into rows of fields; a trailing newline ends the last row.
-pub fn parse(text: &str) -> Vec<Vec<String>> {
+pub(crate) fn parse(text: &str) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     let mut row = Vec::new();
     let mut field = String::new();

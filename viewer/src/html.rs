@@ -6,7 +6,7 @@ use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::Path;
 
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -22,7 +22,7 @@ pub fn esc(s: &str) -> String {
 }
 
 /// One headline table, rendered from a CSV of the run.
-pub struct Table {
+pub(crate) struct Table {
     pub id: &'static str,
     pub title: &'static str,
     pub note: &'static str,
@@ -103,7 +103,7 @@ fn numeric(s: &str) -> bool {
 }
 
 /// The headline tables of the run in `run_dir` (those whose CSV exists).
-pub fn tables(run_dir: &Path) -> Vec<Table> {
+pub(crate) fn tables(run_dir: &Path) -> Vec<Table> {
     let mut out = Vec::new();
     for &(id, file, title, kind, note) in TABLES {
         let Ok(text) = std::fs::read_to_string(run_dir.join(file)) else {
@@ -240,7 +240,7 @@ fn scalar(v: &Value) -> Option<String> {
     }
 }
 
-pub fn index_page(run: &Run, tables: &[Table], plots: &[(String, String)]) -> String {
+pub(crate) fn index_page(run: &Run, tables: &[Table], plots: &[(String, String)]) -> String {
     let mut h = head("faultline run", "index");
     h.push_str("<header class=\"top\"><h1>faultline run</h1><nav aria-label=\"Sections\"><a href=\"#browse\" data-nav>Browser</a> <a href=\"#tables\" data-nav>Tables</a> <a href=\"#plots\" data-nav>Plots</a> <a href=\"#manifest\" data-nav>Manifest</a></nav></header>\n<main>\n");
 
@@ -306,14 +306,14 @@ pub fn index_page(run: &Run, tables: &[Table], plots: &[(String, String)]) -> St
     h
 }
 
-pub fn trial_page() -> String {
+pub(crate) fn trial_page() -> String {
     let mut h = head("faultline trial", "trial");
     h.push_str("<header class=\"top\"><p><a href=\"index.html\" id=\"up\">← run</a></p><h1 id=\"title\">Trial</h1><nav id=\"pager\" aria-label=\"Trials\"></nav></header>\n<main id=\"main\"><p>Loading…</p></main>\n");
     h.push_str(FOOT);
     h
 }
 
-pub fn episode_page() -> String {
+pub(crate) fn episode_page() -> String {
     let mut h = head("faultline episode", "episode");
     h.push_str("<header class=\"top\"><p><a href=\"index.html\" id=\"up\">← run</a></p><h1 id=\"title\">Episode</h1><nav id=\"pager\" aria-label=\"Episodes\"></nav></header>\n<main id=\"main\"><p>Loading…</p></main>\n");
     h.push_str(FOOT);

@@ -61,6 +61,7 @@
 //! view of the same run twice gives byte-identical files.
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod csv;
 mod html;

@@ -37,13 +37,13 @@ fn slug(key: &str) -> String {
 
 /// Width and height in pixels.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct Size {
+pub(crate) struct Size {
     pub width: f64,
     pub height: f64,
 }
 
 /// What the whole run contributes to every page.
-pub struct Run {
+pub(crate) struct Run {
     pub manifest: Value,
     pub policies: Vec<String>,
     /// The screenshots' size (the model's image space).
@@ -61,7 +61,7 @@ fn size(v: &Value) -> Option<Size> {
 }
 
 impl Run {
-    pub fn load(db: &ResultsDb) -> Result<Run> {
+    pub(crate) fn load(db: &ResultsDb) -> Result<Run> {
         let record = db.manifest()?;
         let manifest: Value = match &record {
             Some(m) => serde_json::to_value(m)?,
@@ -107,7 +107,7 @@ impl Run {
 
 /// The index: everything the run page's browser filters on.
 #[derive(Serialize)]
-pub struct Index {
+pub(crate) struct Index {
     pub kind: &'static str,
     pub format: u32,
     pub policies: Vec<String>,
@@ -119,7 +119,7 @@ pub struct Index {
 }
 
 #[derive(Serialize)]
-pub struct TrialSummary {
+pub(crate) struct TrialSummary {
     pub id: String,
     pub key: String,
     pub task: String,
@@ -142,7 +142,7 @@ pub struct TrialSummary {
 }
 
 #[derive(Serialize)]
-pub struct EpisodeSummary {
+pub(crate) struct EpisodeSummary {
     pub id: String,
     pub key: String,
     pub task: String,
@@ -169,7 +169,7 @@ pub struct EpisodeSummary {
 /// `not_fired` when the fault left no witness; on a working trial `false_alarm` when the
 /// ledger confirms the outcome and the verdict is not `success`, `correct` when it is,
 /// `unconfirmed` when the ledger did not confirm the outcome.
-pub fn outcome(t: &TrialRow, verdict: &str) -> &'static str {
+pub(crate) fn outcome(t: &TrialRow, verdict: &str) -> &'static str {
     let success = verdict == "success";
     // Through its text form: the column may be a string or a typed value.
     let condition = t.condition.to_string();
@@ -194,7 +194,12 @@ fn opt<T: ToString>(v: &Option<T>) -> Option<String> {
     v.as_ref().map(|x| x.to_string())
 }
 
-pub fn index(db: &ResultsDb, run: &Run, assets: &mut Assets, thumbs: &mut Thumbs) -> Result<Index> {
+pub(crate) fn index(
+    db: &ResultsDb,
+    run: &Run,
+    assets: &mut Assets,
+    thumbs: &mut Thumbs,
+) -> Result<Index> {
     let mut verdicts: BTreeMap<String, Vec<VerdictRow>> = BTreeMap::new();
     for v in db.verdicts()? {
         verdicts.entry(v.trial_key.clone()).or_default().push(v);
@@ -272,7 +277,7 @@ pub fn index(db: &ResultsDb, run: &Run, assets: &mut Assets, thumbs: &mut Thumbs
 
 /// A point to draw over a screenshot, in the screenshot's pixels.
 #[derive(Serialize)]
-pub struct Point {
+pub(crate) struct Point {
     /// `intended` (where the click was meant to land, from the witness), `parsed` (the
     /// action as the model wrote it, image pixels) or `executed` (where the browser
     /// acted, the viewport point scaled to the image).
@@ -334,13 +339,13 @@ fn json_opt(text: &Option<String>) -> Value {
 }
 
 #[derive(Serialize)]
-pub struct Truth {
+pub(crate) struct Truth {
     pub achieved: bool,
     pub detail: String,
 }
 
 #[derive(Serialize)]
-pub struct PolicyVerdict {
+pub(crate) struct PolicyVerdict {
     pub policy: String,
     pub verdict: String,
     pub message: String,
@@ -348,7 +353,7 @@ pub struct PolicyVerdict {
 }
 
 #[derive(Serialize)]
-pub struct Trial {
+pub(crate) struct Trial {
     pub kind: &'static str,
     pub format: u32,
     pub id: String,
@@ -387,7 +392,7 @@ fn shot(assets: &mut Assets, rel: &Option<String>) -> Option<String> {
         .map(|r| assets.link(r))
 }
 
-pub fn trial(
+pub(crate) fn trial(
     t: &TrialRow,
     verdicts: &[VerdictRow],
     run: &Run,
@@ -453,7 +458,7 @@ pub fn trial(
 }
 
 #[derive(Serialize)]
-pub struct Step {
+pub(crate) struct Step {
     pub step: u32,
     /// `decision` (step 0, the replayed recorded decision) or `agent`.
     pub source: String,
@@ -484,7 +489,7 @@ pub struct Step {
 }
 
 #[derive(Serialize)]
-pub struct Episode {
+pub(crate) struct Episode {
     pub kind: &'static str,
     pub format: u32,
     pub id: String,
@@ -519,7 +524,7 @@ pub struct Episode {
     pub duration_ms: f64,
 }
 
-pub fn episode(
+pub(crate) fn episode(
     e: &EpisodeRow,
     steps: &[EpisodeStepRow],
     run: &Run,

@@ -241,7 +241,9 @@ pub struct InfraErrorRow {
     pub item_key: String,
     /// The name of the policy that could not judge.
     pub policy: String,
-    /// `spawn`, `crash`, `timeout`, `malformed`, `unknown_verdict` or `protocol`.
+    /// The name of its [`InfraErrorKind`](faultline_tasks::InfraErrorKind): the harness's
+    /// own failure (`browser_died`, `unresponsive`, ...) or an external process's
+    /// (`spawn`, `crash`, `timeout`, `malformed`, `unknown_verdict`, `protocol`).
     pub kind: String,
     /// What went wrong, in words.
     pub reason: String,

@@ -202,7 +202,7 @@ pub(crate) struct RulesSource {
 
 impl RulesSource {
     /// `rules.toml:12` or `rules.toml` when the line is unknown.
-    pub fn at(&self, line: Option<usize>) -> String {
+    pub(crate) fn at(&self, line: Option<usize>) -> String {
         let name = if self.name.is_empty() {
             "rules"
         } else {

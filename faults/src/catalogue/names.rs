@@ -14,7 +14,7 @@ impl fmt::Display for Fault {
 }
 
 /// The message for an id that is not in the catalogue.
-pub fn unknown_fault_message(id: &str) -> String {
+pub(super) fn unknown_fault_message(id: &str) -> String {
     format!("unknown fault `{id}`{}", suggestions(id))
 }
 

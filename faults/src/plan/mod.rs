@@ -29,7 +29,7 @@ pub const LEAKED_TOKEN: &str = "<|im_end|>";
 /// an agent that waits 1.5 s. The range used to be 1.8-2.6 s, which straddled that next
 /// observation (1.7-2.2 s after the click, depending on load): recovery episodes
 /// differed between runs of the same seed.
-pub const SETTLED_BEFORE_A_WAIT_ENDS: std::ops::RangeInclusive<u64> = 1000..=1300;
+pub(crate) const SETTLED_BEFORE_A_WAIT_ENDS: std::ops::RangeInclusive<u64> = 1000..=1300;
 
 /// The message the iframe feedback fault reports instead of the honest one.
 pub const NO_CHANGE_MESSAGE: &str = "No change detected.";

@@ -18,7 +18,7 @@
 use super::{PluginSpec, Pool};
 use crate::agent::{Agent, AgentError, AgentReply, AgentView};
 use faultline_policies::InfraError;
-use faultline_tasks::ActionFormat;
+use faultline_tasks::{ActionFormat, PluginFailure};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -70,13 +70,13 @@ pub fn view_json(view: &AgentView<'_>, screenshot: &str) -> Value {
 }
 
 /// Reads an agent's answer: the raw reply and its action format.
-pub fn reply_from(answer: &Value) -> Result<(String, ActionFormat), (&'static str, String)> {
+pub fn reply_from(answer: &Value) -> Result<(String, ActionFormat), (PluginFailure, String)> {
     let format = match answer.get("format") {
         None | Some(Value::Null) => ActionFormat::Faultline,
         Some(Value::String(f)) if f.parse::<ActionFormat>().is_ok() => f.parse().expect("checked"),
         Some(other) => {
             return Err((
-                "protocol",
+                PluginFailure::Protocol,
                 format!(
                     "unsupported action format {} (this build reads: {})",
                     super::clip(&other.to_string()),
@@ -88,11 +88,11 @@ pub fn reply_from(answer: &Value) -> Result<(String, ActionFormat), (&'static st
     match answer.get("reply") {
         Some(Value::String(s)) => Ok((s.clone(), format)),
         Some(other) => Err((
-            "malformed",
+            PluginFailure::Malformed,
             format!("reply is not a string: {}", super::clip(&other.to_string())),
         )),
         None => Err((
-            "malformed",
+            PluginFailure::Malformed,
             format!("no `reply` in {}", super::clip(&answer.to_string())),
         )),
     }
@@ -108,9 +108,13 @@ fn agent_error(e: InfraError) -> AgentError {
     } else {
         format!("exec agent {}: {}; stderr: {tail}", e.kind, e.reason)
     };
-    match e.kind.as_str() {
-        "crash" | "timeout" | "spawn" => AgentError::process_failed(message),
-        _ => AgentError::new(message),
+    match e.kind {
+        PluginFailure::Crash | PluginFailure::Timeout | PluginFailure::Spawn => {
+            AgentError::process_failed(message)
+        }
+        PluginFailure::Malformed | PluginFailure::UnknownVerdict | PluginFailure::Protocol => {
+            AgentError::new(message)
+        }
     }
 }
 

@@ -89,6 +89,7 @@ pub mod agent;
 pub mod policy;
 
 use faultline_policies::InfraError;
+use faultline_tasks::PluginFailure;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -174,8 +175,8 @@ impl Process {
         hello: &Value,
         attempt: u32,
     ) -> Result<Process, InfraError> {
-        let err = |kind: &str, reason: String| InfraError {
-            kind: kind.into(),
+        let err = |kind: PluginFailure, reason: String| InfraError {
+            kind,
             reason,
             stderr_tail: String::new(),
             attempt,
@@ -183,7 +184,7 @@ impl Process {
         let (program, args) = spec
             .command
             .split_first()
-            .ok_or_else(|| err("spawn", "empty command".into()))?;
+            .ok_or_else(|| err(PluginFailure::Spawn, "empty command".into()))?;
         let mut cmd = Command::new(program);
         cmd.args(args)
             .env_clear()
@@ -197,8 +198,12 @@ impl Process {
                 cmd.env(var, v);
             }
         }
-        let mut child = crate::children::spawn(cmd)
-            .map_err(|e| err("spawn", format!("cannot start {:?}: {e}", spec.command)))?;
+        let mut child = crate::children::spawn(cmd).map_err(|e| {
+            err(
+                PluginFailure::Spawn,
+                format!("cannot start {:?}: {e}", spec.command),
+            )
+        })?;
         let stdout = child.stdout.take().expect("piped stdout");
         let mut stderr_pipe = child.stderr.take().expect("piped stderr");
         let (tx, lines) = std::sync::mpsc::channel();
@@ -250,7 +255,7 @@ impl Process {
             || answer.get("version").and_then(Value::as_u64) != Some(PROTOCOL_VERSION)
         {
             return Err(process.fail(
-                "protocol",
+                PluginFailure::Protocol,
                 format!(
                     "handshake: expected {{\"protocol\": \"{protocol}\", \"version\": {PROTOCOL_VERSION}}}, got {}",
                     clip(&answer.to_string())
@@ -272,7 +277,10 @@ impl Process {
             Some(v) if v.as_u64() == Some(id) => Ok(answer),
             Some(v) => {
                 let v = clip(&v.to_string());
-                Err(self.fail("protocol", format!("answered request {id} with id {v}")))
+                Err(self.fail(
+                    PluginFailure::Protocol,
+                    format!("answered request {id} with id {v}"),
+                ))
             }
         }
     }
@@ -288,7 +296,10 @@ impl Process {
         };
         if let Err(e) = written {
             let status = self.exit_status();
-            return Err(self.fail("crash", format!("cannot write a request ({e}); {status}")));
+            return Err(self.fail(
+                PluginFailure::Crash,
+                format!("cannot write a request ({e}); {status}"),
+            ));
         }
         let deadline = Instant::now() + self.timeout;
         let text = loop {
@@ -298,25 +309,29 @@ impl Process {
                 Ok(Ok(l)) if l.trim().is_empty() => continue,
                 Ok(Ok(l)) => break l,
                 Ok(Err(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
-                    return Err(self.fail("protocol", e.to_string()))
+                    return Err(self.fail(PluginFailure::Protocol, e.to_string()))
                 }
-                Ok(Err(e)) => return Err(self.fail("crash", format!("reading its stdout: {e}"))),
+                Ok(Err(e)) => {
+                    return Err(self.fail(PluginFailure::Crash, format!("reading its stdout: {e}")))
+                }
                 Err(RecvTimeoutError::Timeout) => {
                     return Err(self.fail(
-                        "timeout",
+                        PluginFailure::Timeout,
                         format!("no answer within {} ms", self.timeout.as_millis()),
                     ))
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     let status = self.exit_status();
-                    return Err(self.fail("crash", format!("closed its stdout; {status}")));
+                    return Err(
+                        self.fail(PluginFailure::Crash, format!("closed its stdout; {status}"))
+                    );
                 }
             }
         };
         match serde_json::from_str::<Value>(&text) {
             Ok(v) if v.is_object() => Ok(v),
             Ok(_) | Err(_) => Err(self.fail(
-                "malformed",
+                PluginFailure::Malformed,
                 format!("not a JSON object: {}", clip(text.trim_end())),
             )),
         }
@@ -336,7 +351,7 @@ impl Process {
 
     /// Kills the process and turns what went wrong into an infrastructure error with the
     /// stderr tail (read to the end once the process is gone).
-    pub fn fail(&mut self, kind: &str, reason: String) -> InfraError {
+    pub fn fail(&mut self, kind: PluginFailure, reason: String) -> InfraError {
         self.kill();
         if let Some(reader) = self.stderr_reader.take() {
             // The pipe closes when the group is dead; a grandchild that escaped the group
@@ -350,7 +365,7 @@ impl Process {
             }
         }
         InfraError {
-            kind: kind.into(),
+            kind,
             reason,
             stderr_tail: self.stderr.lock().expect("stderr tail").text(),
             attempt: self.attempt,
@@ -615,7 +630,7 @@ impl Pool {
     /// Writes a PNG for one request into the run's temporary directory.
     pub fn write_png(&self, label: &str, png: &[u8]) -> Result<TempFile, InfraError> {
         let err = |reason: String| InfraError {
-            kind: "spawn".into(),
+            kind: PluginFailure::Spawn,
             reason,
             stderr_tail: String::new(),
             attempt: 0,

@@ -5,7 +5,7 @@ use super::{PluginSpec, Pool};
 use faultline_policies::{
     Evidence, InfraError, Judgement, PolicyOutcome, Registry, Verdict, VerificationPolicy,
 };
-use faultline_tasks::Size;
+use faultline_tasks::{InfraErrorKind, PluginFailure, Size};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -72,11 +72,11 @@ pub fn evidence_json(ev: &Evidence<'_>, viewport: Size, before: &str, after: &st
 }
 
 /// Reads a verifier's answer.
-pub fn judgement_from(answer: &Value) -> Result<Judgement, (&'static str, String)> {
+pub fn judgement_from(answer: &Value) -> Result<Judgement, (PluginFailure, String)> {
     let verdict = match answer.get("verdict") {
         Some(Value::String(s)) => s.parse::<Verdict>().map_err(|e| {
             (
-                "unknown_verdict",
+                PluginFailure::UnknownVerdict,
                 format!(
                     "{} (expected success, no_change or fail)",
                     super::clip(&e.to_string())
@@ -85,7 +85,7 @@ pub fn judgement_from(answer: &Value) -> Result<Judgement, (&'static str, String
         })?,
         Some(other) => {
             return Err((
-                "unknown_verdict",
+                PluginFailure::UnknownVerdict,
                 format!(
                     "verdict is not a string: {}",
                     super::clip(&other.to_string())
@@ -94,7 +94,7 @@ pub fn judgement_from(answer: &Value) -> Result<Judgement, (&'static str, String
         }
         None => {
             return Err((
-                "malformed",
+                PluginFailure::Malformed,
                 format!("no `verdict` in {}", super::clip(&answer.to_string())),
             ))
         }
@@ -104,7 +104,7 @@ pub fn judgement_from(answer: &Value) -> Result<Judgement, (&'static str, String
         Some(Value::String(s)) => super::truncate(s, MAX_MESSAGE_BYTES).into_owned(),
         Some(other) => {
             return Err((
-                "malformed",
+                PluginFailure::Malformed,
                 format!(
                     "message is not a string: {}",
                     super::clip(&other.to_string())
@@ -177,7 +177,7 @@ pub fn infra_row(
     faultline_analysis::db::InfraErrorRow {
         item_key: item_key.into(),
         policy: policy.into(),
-        kind: e.kind.clone(),
+        kind: InfraErrorKind::from(e.kind).name().to_string(),
         reason: e.reason.clone(),
         stderr_tail: e.stderr_tail.clone(),
         attempt: e.attempt.max(1),

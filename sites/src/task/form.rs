@@ -67,7 +67,7 @@ impl SiteTask for FormLayout {
 }
 
 /// The Save icon (16x16 PNG).
-pub const SAVE_PNG: &[u8] = include_bytes!("../../assets/save.png");
+pub(super) const SAVE_PNG: &[u8] = include_bytes!("../../assets/save.png");
 
 fn form_page(scope: &str, layout: &Layout, f: &FormLayout, mods: &[PageMod]) -> String {
     let existing: String = f

@@ -83,7 +83,7 @@ impl SiteTask for GridLayout {
 
 /// The grid's click handler, served from `/s/{scope}/static/grid.js` (a resource the
 /// script-blocking fault can refuse).
-pub const GRID_JS: &str = r#"(function () {
+pub(super) const GRID_JS: &str = r#"(function () {
   document.addEventListener('click', function (e) {
     var b = e.target.closest ? e.target.closest('button.item') : null;
     if (!b || b.disabled) return;

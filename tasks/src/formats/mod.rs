@@ -520,7 +520,7 @@ pub(crate) struct PyCall {
 
 impl PyCall {
     /// The argument at `pos` or named `key`.
-    pub fn arg(&self, pos: usize, key: &str) -> Option<&PyArg> {
+    pub(crate) fn arg(&self, pos: usize, key: &str) -> Option<&PyArg> {
         self.kwargs
             .iter()
             .find(|(k, _)| k == key)
@@ -528,7 +528,7 @@ impl PyCall {
             .or_else(|| self.args.get(pos))
     }
 
-    pub fn num(&self, pos: usize, key: &str) -> Result<f64, FormatError> {
+    pub(crate) fn num(&self, pos: usize, key: &str) -> Result<f64, FormatError> {
         match self.arg(pos, key) {
             Some(PyArg::Num(v)) => Ok(*v),
             Some(PyArg::Str(s)) => Err(FormatError::new(
@@ -539,7 +539,7 @@ impl PyCall {
         }
     }
 
-    pub fn str(&self, pos: usize, key: &str) -> Result<&str, FormatError> {
+    pub(crate) fn str(&self, pos: usize, key: &str) -> Result<&str, FormatError> {
         match self.arg(pos, key) {
             Some(PyArg::Str(s)) => Ok(s),
             Some(PyArg::Num(v)) => Err(FormatError::new(
@@ -551,7 +551,7 @@ impl PyCall {
     }
 
     /// Errors unless the call has at most `n` arguments in all.
-    pub fn at_most(&self, n: usize) -> Result<(), FormatError> {
+    pub(crate) fn at_most(&self, n: usize) -> Result<(), FormatError> {
         let count = self.args.len() + self.kwargs.len();
         if count > n {
             return Err(FormatError::new(
