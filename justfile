@@ -30,10 +30,10 @@ test: chromium playwright
     if pgrep -f "$theirs" > /dev/null; then echo "the reference harness's browsers survived the tests:"; pgrep -af "$theirs"; exit 1; fi
     echo "no Chromium process survived the test suite"
 
-# Benchmarks: cluster bootstrap, plugin protocol overhead, the default run's costs, full
-# report rebuild time, viewer. Extras, also together (`just bench build catalogue`):
+# Benchmarks: cluster bootstrap, plugin protocol overhead, the DevTools proxy's added
+# latency, the default run's costs, full report rebuild time, viewer. Extras, also together (`just bench build catalogue`):
 # `just bench build` adds a cold release build, `just bench catalogue` the catalogue run twice.
-bench *WHAT: bench-stats bench-plugin bench-run bench-view
+bench *WHAT: bench-stats bench-plugin bench-proxy bench-run bench-view
     @for w in {{WHAT}}; do case "$w" in build) just bench-build ;; catalogue) just bench-catalogue ;; env) just bench-env ;; *) echo "unknown benchmark: $w (expected build, catalogue or env)" >&2; exit 2 ;; esac; done
 
 # The environment API (`just bench env`): its own cost per item (a worker that reports
@@ -74,6 +74,16 @@ bench-env: chromium playwright
 # One judgement through the example Python verifier's process vs the built-in `generic` (criterion).
 bench-plugin:
     cargo bench -p faultline --bench plugin -- --warm-up-time 1 --measurement-time 3
+
+# The DevTools proxy's added latency per command (p50/p95 of Runtime.evaluate,
+# Input.dispatchMouseEvent, Page.captureScreenshot) against a real Chromium, direct vs
+# through the proxy (transparent, and with a fault armed), interleaved; load printed.
+bench-proxy: chromium
+    #!/usr/bin/env bash
+    set -euo pipefail
+    export TMPDIR=$(mktemp -d -t faultline-bench-XXXXXX)
+    trap 'rm -rf "$TMPDIR"' EXIT
+    cargo bench -p faultline --bench devtools_proxy
 
 # The cluster bootstrap and paired differences (criterion).
 bench-stats:

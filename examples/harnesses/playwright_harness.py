@@ -28,6 +28,10 @@ Each part has a flag that plants the defect faultline's conformance probes look 
                      main frame ("No change detected." after a click into an iframe)
   --no-settle        the observation is captured right after the action
 
+With --devtools the harness opens its browser with a DevTools port, names it in each
+claim (`devtools_upstream`), and drives each item over the DevTools proxy the claim
+offers (`devtools`): the one line a harness changes is the endpoint it connects to.
+
 Run by `faultline run` (its `[harness] command`), which passes FAULTLINE_ENV_URL,
 FAULTLINE_ENV_TOKEN, FAULTLINE_WORKER and FAULTLINE_CHROMIUM in the environment; or by
 hand against `faultline env`, with the two variables it prints.
@@ -232,10 +236,17 @@ def run_item(browser, item, flags):
         except (ValueError, json.JSONDecodeError) as e:
             report.update(verdict="fail", message=f"parse error: {e}", tool_message=str(e))
             return report
-        executed, answer = execute(page, actions, scale_of(item, flags))
-        hovered = any(v == "hover" for v, _ in actions)
-        settle = 0 if flags.no_settle else (HOVER_SETTLE_MS if hovered else SETTLE_MS)
-        after = observe(page, settle)
+        try:
+            executed, answer = execute(page, actions, scale_of(item, flags))
+            hovered = any(v == "hover" for v, _ in actions)
+            settle = 0 if flags.no_settle else (HOVER_SETTLE_MS if hovered else SETTLE_MS)
+            after = observe(page, settle)
+        except PlaywrightError as e:
+            # The browser refused an action or lost the page: the tool's error is the
+            # item's outcome, reported as such (not a crash of the harness).
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            report.update(verdict="fail", message=f"the tool failed: {first}", tool_message=first)
+            return report
         msg = tool_message(before, after)
         verdict, message = verify(before, after, answer, msg, flags.trust_tool)
         report.update(
@@ -412,6 +423,28 @@ def run_episode(browser, item, api, flags, misbehave=None):
         context.close()
 
 
+# ---- over faultline's DevTools proxy (--devtools) ------------------------------------
+
+
+def free_port():
+    """A loopback port nobody listens on now, for the browser's DevTools."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_item_over_devtools(playwright, item, flags):
+    """The item, driven through the DevTools proxy its claim offers."""
+    print(f"item {item['item']}: over the DevTools proxy {item['devtools']}", file=sys.stderr)
+    browser = playwright.chromium.connect_over_cdp(item["devtools"])  # the one line
+    try:
+        return run_item(browser, item, flags)
+    finally:
+        browser.close()  # disconnects; the browser itself stays up
+
+
 def misbehave_now(flags, kind):
     """True once per marker file: the first item of `--misbehave-on`'s kind of the first
     worker to get here."""
@@ -432,6 +465,11 @@ def main():
     ap.add_argument("--trust-tool", action="store_true")
     ap.add_argument("--no-settle", action="store_true")
     ap.add_argument("--no-shots", action="store_true", help="report no screenshots")
+    ap.add_argument(
+        "--devtools",
+        action="store_true",
+        help="drive each item through the DevTools proxy the claim offers",
+    )
     ap.add_argument(
         "--dry",
         action="store_true",
@@ -463,14 +501,17 @@ def main():
         or shutil.which("chromium-headless-shell")
         or shutil.which("chromium")
     )
+    args = ["--no-sandbox"] if os.geteuid() == 0 else []
+    claim = {"worker": worker}
+    if flags.devtools:
+        port = free_port()
+        args.append(f"--remote-debugging-port={port}")
+        claim["devtools_upstream"] = f"http://127.0.0.1:{port}"
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=executable,
-            args=["--no-sandbox"] if os.geteuid() == 0 else [],
-        )
+        browser = p.chromium.launch(executable_path=executable, args=args)
         try:
             while True:
-                status, body = api.call("POST", "/v1/claim", {"worker": worker})
+                status, body = api.call("POST", "/v1/claim", claim)
                 if status != 200:
                     print(f"claim refused ({status}): {body}", file=sys.stderr)
                     return 1
@@ -505,6 +546,8 @@ def main():
                     report = {"stop_reason": "stopped"}
                 elif flags.dry:
                     report = {"verdict": "no_change", "message": "dry run: not opened"}
+                elif item.get("devtools"):
+                    report = run_item_over_devtools(p, item, flags)
                 else:
                     report = run_item(browser, item, flags)
                 status, told = api.call("POST", path, report)

@@ -64,7 +64,15 @@ impl Fault {
             | F::Modal
             | F::TargetShift
             | F::ClickSwallowed
-            | F::CaptureBeforeSettled => return None,
+            | F::CaptureBeforeSettled
+            | F::DevtoolsScaledPointer
+            | F::DevtoolsDroppedRelease
+            | F::DevtoolsDevicePixels
+            | F::DevtoolsChromeOffset
+            | F::DevtoolsStaleScreenshot
+            | F::DevtoolsUnsettledScreenshot
+            | F::DevtoolsProtocolError
+            | F::DevtoolsCrashAfterInput => return None,
             F::IframeNoChange => "MiniWoB++ pages have no iframe for a click to land in",
             F::CaptureBeforeTooltip | F::LocaleVariant | F::HoverHighlight | F::UnobservedValue => CHART,
             F::SlowResponse
@@ -92,6 +100,13 @@ impl Fault {
             F::ErrorSwallowed | F::TimeoutAsSuccess | F::WrongFeedback | F::FalseCompletion => TOOL_SCRIPT,
             F::RendererCrash | F::MainThreadHang | F::NeverSettles => "defined on faultline's grid and form fixtures (the crash, the hanging handler and the mutating feed are wired to their click); not ported to MiniWoB++ pages",
         })
+    }
+
+    /// Whether the fault acts on the DevTools protocol (`Mechanism::Devtools`): injected
+    /// by the proxy into an external harness's own browser connection, so built-in runs
+    /// never select it.
+    pub fn on_the_protocol(self) -> bool {
+        self.mechanism() == Mechanism::Devtools
     }
 
     /// Whether a trial or an episode with this fault armed waits out a deadline: a page

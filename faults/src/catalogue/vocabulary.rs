@@ -74,6 +74,10 @@ faultline_tasks::named_enum! {
         Harness = "harness",
         /// The agent's reply, rewritten before the parse stage.
         Agent = "agent",
+        /// The DevTools proxy between an external harness's driver and its own browser:
+        /// a protocol message changed, dropped or answered on the way (external harness
+        /// items only; built-in runs never select these).
+        Devtools = "devtools",
     }
 }
 

@@ -140,6 +140,15 @@ impl FaultPlan {
             | Fault::WrongFeedback
             | Fault::FalseCompletion
             | Fault::UnobservedValue => return None,
+            // Injected by the DevTools proxy, on the harness's own connection.
+            Fault::DevtoolsScaledPointer
+            | Fault::DevtoolsDroppedRelease
+            | Fault::DevtoolsDevicePixels
+            | Fault::DevtoolsChromeOffset
+            | Fault::DevtoolsStaleScreenshot
+            | Fault::DevtoolsUnsettledScreenshot
+            | Fault::DevtoolsProtocolError
+            | Fault::DevtoolsCrashAfterInput => return None,
         };
         Some(SiteInjection {
             fault: self.id().to_string(),

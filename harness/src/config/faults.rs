@@ -31,3 +31,19 @@ pub(super) fn resolve_faults(
     }
     Ok(usable)
 }
+
+/// Drops the faults on the DevTools protocol from a selection a built-in run makes (its
+/// `all` included): they are injected into an external harness's own browser
+/// connection, never into faultline's. A selection of nothing else is an error.
+pub(super) fn drop_protocol_faults(faults: &mut Vec<Fault>, at: &str) -> Result<()> {
+    if !faults.iter().any(|f| f.on_the_protocol()) {
+        return Ok(());
+    }
+    faults.retain(|f| !f.on_the_protocol());
+    if faults.is_empty() {
+        bail!(
+            "{at}: faults on the DevTools protocol act on an external harness's own browser connection; run them under [harness], with a harness that connects through the proxy its claims offer"
+        );
+    }
+    Ok(())
+}

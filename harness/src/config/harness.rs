@@ -124,13 +124,14 @@ pub(super) fn external_recovery(
 
 /// The faults an external harness can meet: everything the fixture server injects
 /// (network and page faults) and every rewrite of the reply it is handed (the agent's
-/// own claims), plus the four reference stage faults as conformance probes. Faults that
+/// own claims), every fault on the DevTools protocol (injected by the proxy a harness
+/// connects its driver through), plus the four reference stage faults as conformance probes. Faults that
 /// need a hook in faultline's own round trip or its browser (the other tool faults, a
 /// viewport changed over CDP) cannot reach a foreign harness's browser.
 pub fn reaches_external(fault: Fault) -> bool {
     use faultline_faults::Mechanism;
     match fault.mechanism() {
-        Mechanism::Network | Mechanism::Page | Mechanism::Agent => true,
+        Mechanism::Network | Mechanism::Page | Mechanism::Agent | Mechanism::Devtools => true,
         Mechanism::Browser => false,
         Mechanism::Harness => Fault::STAGE.contains(&fault),
     }

@@ -304,6 +304,9 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
             at("faults")
         },
     )?;
+    if harness.is_none() {
+        faults::drop_protocol_faults(&mut faults, &at("faults"))?;
+    }
     if harness.is_some() {
         let unreachable: Vec<&str> = faults
             .iter()
@@ -502,6 +505,37 @@ mod tests {
         assert_eq!(c.decisions, DecisionSource::Auto);
     }
 
+    /// The protocol faults act on an external harness's own DevTools connection: no
+    /// built-in run selects them, so the embedded configs run exactly what they did
+    /// before the faults existed; a run under `[harness]` gets them from `all`, and a
+    /// built-in run that names only them is told where they belong.
+    #[test]
+    fn built_in_runs_never_select_a_fault_on_the_devtools_protocol() {
+        for name in [None, Some("catalogue"), Some("miniwob")] {
+            let c = resolve(&load_text(name).unwrap(), &Overrides::default()).unwrap();
+            assert!(!c.faults.iter().any(|f| f.on_the_protocol()), "{name:?}");
+            assert!(
+                !c.recovery.faults.iter().any(|f| f.on_the_protocol()),
+                "{name:?}"
+            );
+        }
+        let all = resolve(&text("faults = [\"all\"]\n"), &Overrides::default()).unwrap();
+        assert!(!all.faults.iter().any(|f| f.on_the_protocol()));
+        let external = resolve(
+            &text("faults = [\"all\"]\n[harness]\nname = \"mine\"\n"),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert!(external.faults.contains(&Fault::DevtoolsScaledPointer));
+        let e = resolve(
+            &text("faults = [\"tool.devtools_*\"]\n"),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("under [harness]"), "{e}");
+    }
+
     #[test]
     fn embedded_catalogue_selects_every_fault_on_every_task() {
         let c = resolve(
@@ -514,12 +548,14 @@ mod tests {
         // fault only MiniWoB++ pages have an analogue for is left out here).
         let on_fixtures = Fault::ALL
             .iter()
+            .filter(|f| !f.on_the_protocol())
             .filter(|f| f.tasks().iter().any(|t| t.miniwob_name().is_none()))
             .count();
         assert_eq!(c.faults.len(), on_fixtures);
         assert!(!c.faults.contains(&Fault::CaptureBeforeSettled));
         let pairs: usize = Fault::ALL
             .iter()
+            .filter(|f| !f.on_the_protocol())
             .map(|f| {
                 f.tasks()
                     .iter()

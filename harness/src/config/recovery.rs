@@ -103,7 +103,9 @@ pub(super) fn resolve_recovery(
     if wanted == 0 {
         bail!("{}: expected at least 1 layout", at("layouts"));
     }
-    let faults = resolve_faults(r.faults.as_deref(), tasks, &at("faults"))?;
+    let mut faults = resolve_faults(r.faults.as_deref(), tasks, &at("faults"))?;
+    // Recovery episodes are faultline's own (no external harness runs them yet).
+    super::faults::drop_protocol_faults(&mut faults, &at("faults"))?;
     Ok(RecoveryConfig {
         enabled,
         // The recovery layouts are the first of the detection's: no more than it has.

@@ -140,6 +140,11 @@ struct ClaimBody {
     /// `FAULTLINE_WORKER`): its leases are taken back when it exits.
     #[serde(default)]
     worker: Option<String>,
+    /// The DevTools endpoint of the harness's own browser (`http://127.0.0.1:PORT`):
+    /// the item is then served with a DevTools proxy in front of it
+    /// ([`super::devtools`]).
+    #[serde(default)]
+    devtools_upstream: Option<String>,
 }
 
 async fn claim(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
@@ -156,6 +161,15 @@ async fn claim(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
     if body.worker.as_ref().is_some_and(|w| w.len() > 128) {
         return error(StatusCode::BAD_REQUEST, "worker: at most 128 bytes");
     }
+    let upstream = match body
+        .devtools_upstream
+        .as_deref()
+        .map(super::devtools::upstream)
+    {
+        Some(Err(e)) => return error(StatusCode::BAD_REQUEST, format!("devtools_upstream: {e}")),
+        Some(Ok(a)) => Some(a),
+        None => None,
+    };
     let next = {
         let mut board = shared.board.lock().expect("not poisoned");
         board.next_pending().map(|i| (i, board.item(i).clone()))
@@ -207,6 +221,36 @@ async fn claim(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
     item["lease_ms"] = json!(deadline_ms);
     if let super::board::Item::Episode(_) = spec {
         item["budget"] = super::episode::budget(&shared.limits);
+    }
+    if let Some(upstream) = upstream {
+        match super::devtools::ItemProxy::start(
+            spec.spec().fault(),
+            spec.spec().trial_seed(),
+            upstream,
+        )
+        .await
+        {
+            Ok(proxy) => {
+                item["devtools"] = json!(proxy.url());
+                let _ = shared
+                    .board
+                    .lock()
+                    .expect("not poisoned")
+                    .attach_devtools(&lease_id, proxy);
+            }
+            Err(e) => {
+                let taken = shared.board.lock().expect("not poisoned").take(&lease_id);
+                let why = format!("starting the item's DevTools proxy: {e}");
+                if let Some(lease) = taken {
+                    let row = fail_lease(&shared, &lease_id, lease, InfraKind::Harness, &why);
+                    let _ = shared.store.send(ToStore::Infra(vec![row]));
+                }
+                return error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("{why}; the item is offered again"),
+                );
+            }
+        }
     }
     Json(json!({ "item": item })).into_response()
 }

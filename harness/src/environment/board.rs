@@ -33,6 +33,9 @@ pub struct Lease {
     pub worker: Option<String>,
     /// An episode's steps checkpointed so far (`None` for a trial).
     pub episode: Option<EpisodeProgress>,
+    /// Its DevTools proxy, when the claim named the harness's browser (stopped when the
+    /// lease is dropped, however it ends).
+    pub devtools: Option<super::devtools::ItemProxy>,
 }
 
 /// One item of the board: a detection trial, or a recovery episode.
@@ -131,6 +134,7 @@ impl Board {
                 deadline,
                 worker,
                 episode,
+                devtools: None,
             },
         );
         deadline
@@ -144,6 +148,21 @@ impl Board {
     /// Lease `id`, while it is out (an episode's step is checkpointed into it).
     pub fn lease_mut(&mut self, id: &str) -> Option<&mut Lease> {
         self.leases.get_mut(id)
+    }
+
+    /// Gives lease `id` its DevTools proxy; hands it back if the lease is gone.
+    pub fn attach_devtools(
+        &mut self,
+        id: &str,
+        proxy: super::devtools::ItemProxy,
+    ) -> Result<(), super::devtools::ItemProxy> {
+        match self.leases.get_mut(id) {
+            Some(lease) => {
+                lease.devtools = Some(proxy);
+                Ok(())
+            }
+            None => Err(proxy),
+        }
     }
 
     /// Takes lease `id` off the board to report it.

@@ -39,6 +39,15 @@
 //! the harness does not have that defect. Where it fired, the harness's verdict against
 //! the ledger says whether its verifier caught its own defect.
 //!
+//! # Faults on the harness's own browser connection
+//!
+//! A harness that drives its browser over the DevTools protocol may name that browser in
+//! its claim; the item then comes with a DevTools proxy in front of it ([`devtools`]),
+//! relaying every message unchanged except where the item's protocol fault (mechanism
+//! `devtools`: a click scaled or offset, a release dropped, a stale or unsettled
+//! screenshot, a protocol error, a crash after input) changes one. What the proxy
+//! changed is the item's witness.
+//!
 //! # Failure is not a verdict
 //!
 //! A lease that runs out, a worker that exits holding an item, a report that cannot be
@@ -49,6 +58,7 @@
 
 pub mod api;
 pub mod board;
+pub mod devtools;
 pub mod episode;
 pub mod offer;
 pub mod report;

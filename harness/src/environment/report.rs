@@ -192,15 +192,20 @@ pub(crate) async fn score(shared: &Shared, lease: &Lease, checked: Checked) -> R
     let captures: Vec<(f64, f64)> = r.captures.iter().map(|c| (c.begin_ms, c.end_ms)).collect();
     let witness = match (&lease.offered.probe, fault) {
         (Some(probe), Some(f)) => probe_witness(probe, f, &ledger, &captures),
-        _ => lease.offered.reply_witness.clone().or_else(|| {
-            let f = fault?;
-            let first = site_events.iter().find(|e| e.fires)?;
-            Some(faultline_faults::Witness::new(
-                f.id(),
-                format!("{}: {}", first.kind, first.data),
-                serde_json::json!({ "site_events": site_events }),
-            ))
-        }),
+        _ => lease
+            .offered
+            .reply_witness
+            .clone()
+            .or_else(|| lease.devtools.as_ref()?.witness())
+            .or_else(|| {
+                let f = fault?;
+                let first = site_events.iter().find(|e| e.fires)?;
+                Some(faultline_faults::Witness::new(
+                    f.id(),
+                    format!("{}: {}", first.kind, first.data),
+                    serde_json::json!({ "site_events": site_events }),
+                ))
+            }),
     };
     let key = spec.key().to_string();
     let stem = key.replace('/', "-");
@@ -253,7 +258,8 @@ pub(crate) async fn score(shared: &Shared, lease: &Lease, checked: Checked) -> R
         not_fired_reason: match (fault, &witness) {
             (Some(f), None) => Some(match &lease.offered.probe {
                 Some(_) => "the harness did not show the defect this probe looks for".to_string(),
-                None => f.spec().not_fired_when.to_string(),
+                None => super::devtools::not_connected(f, lease.devtools.as_ref())
+                    .unwrap_or_else(|| f.spec().not_fired_when.to_string()),
             }),
             _ => None,
         },

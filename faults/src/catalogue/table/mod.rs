@@ -80,6 +80,7 @@ macro_rules! tasks {
     };
 }
 
+mod devtools;
 mod dom;
 mod execution;
 mod http;
@@ -161,6 +162,14 @@ faults! {
     SelectIgnored = execution::SELECT_IGNORED,
     /// The click handler blocks the page's main thread.
     MainThreadHang = execution::MAIN_THREAD_HANG,
+    /// Mouse coordinates scaled x0.75 on the harness's own DevTools connection.
+    DevtoolsScaledPointer = devtools::SCALED_POINTER,
+    /// A click's mouseReleased dropped on the harness's own DevTools connection.
+    DevtoolsDroppedRelease = devtools::DROPPED_RELEASE,
+    /// Mouse coordinates doubled (device pixels of a 2x display) on the harness's connection.
+    DevtoolsDevicePixels = devtools::DEVICE_PIXELS,
+    /// Mouse coordinates shifted by a window-chrome offset on the harness's connection.
+    DevtoolsChromeOffset = devtools::CHROME_OFFSET,
     // ---- semantic ----
     /// The target's visible label is renamed.
     LabelRenamed = semantic::LABEL_RENAMED,
@@ -183,6 +192,14 @@ faults! {
     CaptureBeforeSettled = tool::CAPTURE_BEFORE_SETTLED,
     /// The page's renderer crashes right after the action.
     RendererCrash = tool::RENDERER_CRASH,
+    /// The screenshot after an action answered with the frame from before it.
+    DevtoolsStaleScreenshot = devtools::STALE_SCREENSHOT,
+    /// The screenshot after an action answered with the frame from before the page settled.
+    DevtoolsUnsettledScreenshot = devtools::UNSETTLED_SCREENSHOT,
+    /// The first action answered with a protocol error, not delivered.
+    DevtoolsProtocolError = devtools::PROTOCOL_ERROR,
+    /// Page.crash sent right after the first input.
+    DevtoolsCrashAfterInput = devtools::CRASH_AFTER_INPUT,
     // ---- self_report ----
     /// The agent claims it is done after stopping short.
     FalseCompletion = self_report::FALSE_COMPLETION,

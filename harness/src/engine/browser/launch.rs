@@ -52,6 +52,8 @@ pub struct BrowserHandle {
     pub(super) browser: Arc<Browser>,
     pid: u32,
     version: String,
+    /// The browser's DevTools WebSocket URL (`ws://127.0.0.1:PORT/devtools/browser/...`).
+    devtools: String,
     /// The profile directory, removed on drop once the browser's processes are gone.
     profile: PathBuf,
     handler: tokio::task::JoinHandle<()>,
@@ -143,7 +145,7 @@ impl BrowserHandle {
                 Err(e) => format!("the browser process is gone ({e})"),
             });
         });
-        let (browser, mut handler) = match Browser::connect(ws).await {
+        let (browser, mut handler) = match Browser::connect(ws.clone()).await {
             Ok(v) => v,
             Err(e) => {
                 reaper.abort();
@@ -169,6 +171,7 @@ impl BrowserHandle {
             browser: Arc::new(browser),
             pid,
             version,
+            devtools: ws,
             profile: profile.keep(),
             handler,
             reaper,
@@ -190,6 +193,13 @@ impl BrowserHandle {
     /// The deadlines its calls get.
     pub fn liveness(&self) -> Liveness {
         self.liveness
+    }
+
+    /// Where the browser's DevTools listen (`127.0.0.1:PORT`, its HTTP discovery and
+    /// WebSocket endpoints): what a DevTools proxy relays to.
+    pub fn devtools_addr(&self) -> Option<std::net::SocketAddr> {
+        let rest = self.devtools.strip_prefix("ws://")?;
+        rest.split('/').next()?.parse().ok()
     }
 
     /// The browser's product string, e.g. `Chrome/156.0.8078.114`.

@@ -1,0 +1,429 @@
+//! The environment API's DevTools proxy: a claim that names the harness's own browser
+//! gets a proxy in front of it for that lease, and the reference harness driving its
+//! items through it (`--devtools`) gets exactly the verdicts it gets without it.
+//!
+//! Needs python3 with Playwright (`pip install playwright`; no browser download).
+
+use faultline::engine::browser::{find_chromium, BrowserHandle};
+use rusqlite::Connection;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn reference_harness() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/harnesses/playwright_harness.py")
+}
+
+/// The default tasks' reference probes, `layouts` of each, through the reference
+/// harness with `flags`.
+fn config(dir: &Path, layouts: u32, flags: &[&str]) -> PathBuf {
+    let mut command = vec![
+        "python3".to_string(),
+        reference_harness().display().to_string(),
+        "--no-shots".to_string(),
+    ];
+    command.extend(flags.iter().map(|f| f.to_string()));
+    let text = format!(
+        "seed = 1\nlayouts = {layouts}\ntasks = [\"search\", \"grid\", \"frame\", \"chart\"]\nfaults = [\"reference\"]\n\n[harness]\nname = \"playwright\"\ncommand = {command:?}\nworkers = 2\n"
+    );
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("harness.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn run(config: &Path, out: &Path) {
+    let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args([
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .current_dir(config.parent().unwrap())
+        .output()
+        .expect("faultline runs");
+    assert!(
+        o.status.success(),
+        "faultline run failed\n{}\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+        std::fs::read_to_string(out.join("harness-w1.log")).unwrap_or_default()
+    );
+}
+
+/// Every stored item: (fault, fired, truth, the harness's verdict).
+type Row = (Option<String>, Option<bool>, bool, String);
+
+fn stored(out: &Path) -> BTreeMap<String, Row> {
+    let db = Connection::open(out.join("results.sqlite")).unwrap();
+    let mut stmt = db
+        .prepare(
+            "SELECT t.trial_key, t.fault, t.fired, t.truth_achieved, v.verdict
+             FROM trials t JOIN verdicts v USING (trial_key)",
+        )
+        .unwrap();
+    stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?),
+        ))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+#[test]
+fn the_reference_harness_gets_the_same_verdicts_through_the_proxy_as_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain");
+    let proxied = dir.path().join("proxied");
+    run(&config(&dir.path().join("a"), 2, &[]), &plain);
+    run(&config(&dir.path().join("b"), 2, &["--devtools"]), &proxied);
+    let logs: String = ["w1", "w2"]
+        .iter()
+        .map(|w| {
+            std::fs::read_to_string(proxied.join(format!("harness-{w}.log"))).unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(
+        logs.matches("over the DevTools proxy http://127.0.0.1:")
+            .count(),
+        16,
+        "every item went through its proxy: {logs}"
+    );
+    let (plain, proxied) = (stored(&plain), stored(&proxied));
+    assert_eq!(plain.len(), 16, "4 tasks x 2 layouts x (probe + working)");
+    assert_eq!(
+        proxied, plain,
+        "the proxy changed a verdict, a truth or a fired flag"
+    );
+    assert!(
+        proxied.values().all(|(_, _, truth, _)| *truth),
+        "{proxied:#?}"
+    );
+}
+
+/// `faultline env` serving a one-layout run; its URL and token.
+struct Env {
+    child: std::process::Child,
+    url: String,
+    token: String,
+    _stdout: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl Env {
+    fn start(dir: &Path, out: &Path) -> Env {
+        let cfg = config(dir, 1, &[]);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_faultline"))
+            .args([
+                "env",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut value = |name: &str| {
+            let line = lines.next().unwrap().unwrap();
+            line.strip_prefix(&format!("{name}="))
+                .unwrap_or_else(|| panic!("expected {name}=..., got {line}"))
+                .to_string()
+        };
+        let url = value("FAULTLINE_ENV_URL");
+        let token = value("FAULTLINE_ENV_TOKEN");
+        Env {
+            child,
+            url,
+            token,
+            _stdout: lines,
+        }
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_naming_the_harness_browser_gets_a_proxy_for_its_lease_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::start(&dir.path().join("cfg"), &dir.path().join("run"));
+    let chrome = BrowserHandle::launch(&find_chromium(None).unwrap())
+        .await
+        .unwrap();
+    let upstream = chrome.devtools_addr().unwrap();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let claim = |body: serde_json::Value| {
+        http.post(format!("{}/v1/claim", env.url))
+            .bearer_auth(&env.token)
+            .json(&body)
+            .send()
+    };
+    // An endpoint beyond loopback is refused before any item is taken.
+    let r = claim(serde_json::json!({"devtools_upstream": "http://192.0.2.1:9222"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let e: serde_json::Value = r.json().await.unwrap();
+    assert!(
+        e["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("devtools_upstream:"),
+        "{e}"
+    );
+    // Without the field, no proxy.
+    let plain: serde_json::Value = claim(serde_json::json!({}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(plain["item"].get("devtools").is_none(), "{plain}");
+    // With it, the item's own proxy, in front of the named browser.
+    let v: serde_json::Value =
+        claim(serde_json::json!({"devtools_upstream": format!("http://{upstream}")}))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    let proxy = v["item"]["devtools"]
+        .as_str()
+        .expect("a devtools endpoint")
+        .to_string();
+    assert!(
+        proxy.starts_with("http://127.0.0.1:") && !proxy.contains(&upstream.port().to_string()),
+        "{proxy}"
+    );
+    let version: serde_json::Value = http
+        .get(format!("{proxy}/json/version"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ws = version["webSocketDebuggerUrl"].as_str().unwrap();
+    assert!(ws.starts_with(&proxy.replace("http://", "ws://")), "{ws}");
+    assert_eq!(
+        version["Browser"].as_str().map(|b| b.is_empty()),
+        Some(false)
+    );
+    // Reported, the lease ends and its proxy with it.
+    let lease = v["item"]["lease"].as_str().unwrap();
+    let r = http
+        .post(format!("{}/v1/leases/{lease}/report", env.url))
+        .bearer_auth(&env.token)
+        .json(&serde_json::json!({"verdict": "no_change"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let after = http.get(format!("{proxy}/json/version")).send().await;
+    assert!(after.is_err(), "the proxy outlived its lease: {after:?}");
+    drop(env);
+    chrome.close().await;
+}
+
+/// A grid run with one protocol fault through the reference harness with `flags`.
+fn fault_config(dir: &Path, fault: &str, flags: &[&str]) -> PathBuf {
+    let mut command = vec![
+        "python3".to_string(),
+        reference_harness().display().to_string(),
+        "--no-shots".to_string(),
+    ];
+    command.extend(flags.iter().map(|f| f.to_string()));
+    let text = format!(
+        "seed = 1\nlayouts = 2\ntasks = [\"grid\"]\nfaults = [\"{fault}\"]\n\n[harness]\nname = \"playwright\"\ncommand = {command:?}\nworkers = 1\n"
+    );
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("harness.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The fault items' rows: (fired, truth, witness, not-fired reason, ledger).
+type FaultRow = (Option<bool>, bool, Option<String>, Option<String>, String);
+
+fn fault_rows(out: &Path) -> Vec<FaultRow> {
+    let db = Connection::open(out.join("results.sqlite")).unwrap();
+    let mut stmt = db
+        .prepare(
+            "SELECT fired, truth_achieved, witness, not_fired_reason, ledger FROM trials WHERE fault IS NOT NULL",
+        )
+        .unwrap();
+    stmt.query_map([], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+#[test]
+fn a_scaled_click_on_the_harness_connection_lands_off_target_and_fired_is_honest() {
+    let dir = tempfile::tempdir().unwrap();
+    let fault = "execution.devtools_scaled_pointer";
+    let proxied = dir.path().join("proxied");
+    run(
+        &fault_config(&dir.path().join("a"), fault, &["--devtools"]),
+        &proxied,
+    );
+    let rows = fault_rows(&proxied);
+    assert_eq!(rows.len(), 2, "2 layouts of the grid");
+    for (fired, truth, witness, reason, ledger) in &rows {
+        assert_eq!(*fired, Some(true), "{witness:?} {reason:?}");
+        assert!(!truth, "the click landed off its target: {ledger}");
+        let w: serde_json::Value = serde_json::from_str(witness.as_deref().unwrap()).unwrap();
+        let changes = w["changes"].as_array().expect("the proxy's changes");
+        let press = changes
+            .iter()
+            .find(|c| c["original"]["type"] == "mousePressed")
+            .unwrap_or_else(|| panic!("the press was changed: {w}"));
+        let (ox, cx) = (
+            press["original"]["x"].as_f64().unwrap(),
+            press["changed"]["x"].as_f64().unwrap(),
+        );
+        assert!((cx - ox * 0.75).abs() < 0.01, "{press}");
+        // The page's own ledger has the click where the proxy sent it, not where the
+        // harness aimed.
+        let ledger: serde_json::Value = serde_json::from_str(ledger).unwrap();
+        let click = ledger["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["kind"] == "click")
+            .unwrap_or_else(|| panic!("the page recorded a click: {ledger}"));
+        let lx = click["data"]["x"].as_f64().unwrap();
+        assert!(
+            (lx - cx).abs() <= 1.0 && (lx - ox).abs() > 1.0,
+            "ledger x {lx}, sent {ox}, changed {cx}"
+        );
+    }
+    // The same items without the proxy: the fault could not act, and says why.
+    let plain = dir.path().join("plain");
+    run(&fault_config(&dir.path().join("b"), fault, &[]), &plain);
+    for (fired, truth, _, reason, _) in fault_rows(&plain) {
+        assert_eq!(fired, Some(false));
+        assert!(truth, "untouched, the harness's click lands");
+        assert!(reason
+            .unwrap()
+            .contains("did not connect through the DevTools proxy"));
+    }
+}
+
+/// The harness's verdict on each fault item, and the run's infrastructure errors.
+fn verdicts_and_infra(out: &Path) -> (Vec<String>, usize) {
+    let db = Connection::open(out.join("results.sqlite")).unwrap();
+    let verdicts = db
+        .prepare("SELECT v.verdict FROM trials t JOIN verdicts v USING (trial_key) WHERE t.fault IS NOT NULL")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let infra: usize = db
+        .query_row("SELECT COUNT(*) FROM infra_errors", [], |r| r.get(0))
+        .unwrap();
+    (verdicts, infra)
+}
+
+#[test]
+fn each_protocol_fault_fires_on_the_reference_harness_with_its_ledger_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    // (fault, the ledger's truth once it fired, the verdict the reference harness gives)
+    for (fault, truth, verdict) in [
+        // The click lands at twice its point, or outside the viewport.
+        ("execution.devtools_device_pixels", false, None),
+        // The page saw a press and no release: nothing selected; the harness's verifier
+        // sees no change.
+        ("execution.devtools_dropped_release", false, None),
+        // The click happened; only the harness's observation is stale.
+        ("tool.devtools_stale_screenshot", true, None),
+        // The click happened; the harness's observation is from before the page settled.
+        ("tool.devtools_unsettled_screenshot", true, None),
+        // The click never reached the page; the harness reports its tool's error.
+        ("tool.devtools_protocol_error", false, Some("fail")),
+        // The click landed, then the page crashed: the harness reports the lost page.
+        ("tool.devtools_crash_after_input", true, Some("fail")),
+    ] {
+        let out = dir.path().join(fault);
+        run(
+            &fault_config(
+                &dir.path().join(format!("cfg-{fault}")),
+                fault,
+                &["--devtools"],
+            ),
+            &out,
+        );
+        let rows = fault_rows(&out);
+        assert_eq!(rows.len(), 2, "{fault}");
+        for (fired, achieved, witness, reason, ledger) in &rows {
+            assert_eq!(*fired, Some(true), "{fault}: {reason:?}");
+            assert_eq!(*achieved, truth, "{fault}: {ledger}");
+            let w: serde_json::Value = serde_json::from_str(witness.as_deref().unwrap()).unwrap();
+            assert_eq!(w["fault"], fault);
+            assert!(!w["changes"].as_array().unwrap().is_empty(), "{fault}: {w}");
+        }
+        let (verdicts, infra) = verdicts_and_infra(&out);
+        assert_eq!(
+            infra, 0,
+            "{fault}: the fault's effect is the item's outcome, not an infrastructure error"
+        );
+        if let Some(v) = verdict {
+            assert!(verdicts.iter().all(|x| x == v), "{fault}: {verdicts:?}");
+        }
+    }
+}
+
+#[test]
+fn a_chrome_offset_moves_the_click_by_the_seeds_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let fault = "execution.devtools_chrome_offset";
+    let out = dir.path().join("offset");
+    run(
+        &fault_config(&dir.path().join("cfg"), fault, &["--devtools"]),
+        &out,
+    );
+    let rows = fault_rows(&out);
+    assert_eq!(rows.len(), 2);
+    for (fired, _, witness, _, ledger) in &rows {
+        assert_eq!(*fired, Some(true));
+        let w: serde_json::Value = serde_json::from_str(witness.as_deref().unwrap()).unwrap();
+        let press = w["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["original"]["type"] == "mousePressed")
+            .cloned()
+            .unwrap_or_else(|| panic!("{w}"));
+        let dy = press["changed"]["y"].as_f64().unwrap() - press["original"]["y"].as_f64().unwrap();
+        assert!((72.0..=112.0).contains(&dy), "{press}");
+        assert_eq!(press["changed"]["x"], press["original"]["x"]);
+        let ledger: serde_json::Value = serde_json::from_str(ledger).unwrap();
+        let click = ledger["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["kind"] == "click")
+            .unwrap_or_else(|| panic!("{ledger}"));
+        let ly = click["data"]["y"].as_f64().unwrap();
+        assert!(
+            (ly - press["changed"]["y"].as_f64().unwrap()).abs() <= 1.0,
+            "ledger y {ly}: {press}"
+        );
+    }
+}
