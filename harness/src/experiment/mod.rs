@@ -166,45 +166,17 @@ impl Harness {
     }
 }
 
-/// Runs the experiment's phases with faultline's own engine and writes the report. A run
-/// under `[harness]` is served to the external harness instead
-/// (`crate::environment::run_request`), which opens its run directory the same way
-/// ([`open`]).
+/// Runs the experiment's phases and writes the report.
 pub async fn run(req: RunRequest) -> Result<RunSummary> {
-    if req.config.harness.is_some() {
-        bail!("a run under [harness] is served to the external harness: run it with `faultline run` or `faultline env`");
-    }
-    let mut opened = open(&req)?;
-    let harness = Harness::start(&req.config).await?;
-    let result = run_with(
-        &req,
-        &harness,
-        &mut opened.db,
-        opened.preloaded,
-        &opened.agents,
-    )
-    .await;
-    harness.shutdown().await;
-    result
+    run_as(req, crate::environment::EnvOptions::default()).await
 }
 
-/// A run directory opened for writing: its database (resume identity checked and
-/// stored), the decisions known before the run, its agents, and the lock that keeps
-/// another run out of it for as long as this value lives.
-pub struct OpenedRun {
-    /// The results database.
-    pub db: ResultsDb,
-    /// Decisions loaded from the config's files (`None`: the oracle records them).
-    pub preloaded: Option<(DecisionSet, String)>,
-    /// The recovery phase's agents (none when recovery is off or a harness acts).
-    pub agents: Vec<Arc<dyn Agent>>,
-    _lock: RunLock,
-}
-
-/// Checks everything that can be rejected before anything is written, then opens (or,
-/// with `--resume`, reopens) the run directory. Shared by faultline's own engine and by
-/// the environment API, so both refuse and resume a run the same way.
-pub fn open(req: &RunRequest) -> Result<OpenedRun> {
+/// [`run`], with the environment API's options for a run under `[harness]` (where it
+/// listens, whether faultline starts the harness's workers).
+pub async fn run_as(
+    req: RunRequest,
+    options: crate::environment::EnvOptions,
+) -> Result<RunSummary> {
     // Everything that can be rejected is checked before anything is written.
     let preloaded = decisions::preload(&req.config)?;
     let db_path = req.out.join("results.sqlite");
@@ -256,7 +228,7 @@ pub fn open(req: &RunRequest) -> Result<OpenedRun> {
             .collect::<Result<Vec<_>>>()?,
         false => Vec::new(),
     };
-    let db = ResultsDb::open(&db_path)?;
+    let mut db = ResultsDb::open(&db_path)?;
     match db.meta("config_identity")? {
         Some(stored) if stored != identity => {
             bail!(UsageError(format!(
@@ -283,12 +255,13 @@ pub fn open(req: &RunRequest) -> Result<OpenedRun> {
     if db.meta("config_identity")?.is_none() {
         db.set_meta("config_identity", &identity)?;
     }
-    Ok(OpenedRun {
-        db,
-        preloaded,
-        agents,
-        _lock,
-    })
+    if req.config.harness.is_some() {
+        return crate::environment::run(&req, &mut db, preloaded, &options).await;
+    }
+    let harness = Harness::start(&req.config).await?;
+    let result = run_with(&req, &harness, &mut db, preloaded, &agents).await;
+    harness.shutdown().await;
+    result
 }
 
 async fn run_with(
