@@ -1,9 +1,8 @@
 //! One client connection's HTTP side: its request head read, then either a discovery
 //! request forwarded (its answer's URLs rewritten to the proxy's own address) or a
-//! WebSocket upgrade handed to [`crate::relay`].
+//! WebSocket upgrade, which the connection hands to the relay instead.
 
 use crate::Shared;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -23,30 +22,37 @@ pub(crate) struct Head {
     pub ws_key: Option<String>,
 }
 
-/// Serves one client connection.
-pub(crate) async fn serve(mut stream: TcpStream, shared: Arc<Shared>, number: u64) {
-    let head = match tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream)).await {
-        Ok(Ok(h)) => h,
-        Ok(Err(e)) => return respond(&mut stream, 400, &e).await,
-        Err(_) => return respond(&mut stream, 408, "no request head within 10 s").await,
-    };
-    if head.path.starts_with("/devtools/") {
-        match head.ws_key.clone() {
-            Some(key) => crate::relay::relay(stream, &head, &key, shared, number).await,
-            None => {
-                respond(
-                    &mut stream,
-                    426,
-                    "a /devtools/ path is a WebSocket endpoint: expected an upgrade",
-                )
-                .await
-            }
+/// A client's request head, read within [`HEAD_TIMEOUT`]; `None` once the client has been
+/// answered with what was wrong with it (`400`, or `408` past the timeout).
+pub(crate) async fn read_request(stream: &mut TcpStream) -> Option<Head> {
+    match tokio::time::timeout(HEAD_TIMEOUT, read_head(stream)).await {
+        Ok(Ok(h)) => Some(h),
+        Ok(Err(e)) => {
+            respond(stream, 400, &e).await;
+            None
         }
+        Err(_) => {
+            respond(stream, 408, "no request head within 10 s").await;
+            None
+        }
+    }
+}
+
+/// Answers a request that is not a WebSocket upgrade: the discovery endpoints, or what
+/// is wrong with the request.
+pub(crate) async fn answer(mut stream: TcpStream, head: &Head, shared: &Shared) {
+    if head.path.starts_with("/devtools/") {
+        respond(
+            &mut stream,
+            426,
+            "a /devtools/ path is a WebSocket endpoint: expected an upgrade",
+        )
+        .await
     } else if head.path == "/json"
         || head.path.starts_with("/json/")
         || head.path.starts_with("/json?")
     {
-        match discovery(&head, &shared).await {
+        match discovery(head, shared).await {
             Ok((status, body)) => {
                 let _ = write_response(
                     &mut stream,

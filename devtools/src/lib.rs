@@ -199,6 +199,18 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         };
         number += 1;
         let _ = stream.set_nodelay(true);
-        connections.spawn(http::serve(stream, shared.clone(), number));
+        connections.spawn(serve(stream, shared.clone(), number));
+    }
+}
+
+/// Serves one client connection: a DevTools WebSocket upgrade goes to the [`relay`],
+/// every other request to the discovery endpoints ([`http`]).
+async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>, number: u64) {
+    let Some(head) = http::read_request(&mut stream).await else {
+        return;
+    };
+    match (head.path.starts_with("/devtools/"), head.ws_key.clone()) {
+        (true, Some(key)) => relay::relay(stream, &head, &key, shared, number).await,
+        _ => http::answer(stream, &head, &shared).await,
     }
 }
