@@ -6,8 +6,8 @@
 //! its ledger taken, so no scope outlives its item and no page can write into a ledger
 //! that is scored later.
 
-use super::episode::{EpisodeItem, EpisodeProgress};
 use super::offer::Offered;
+use super::progress::EpisodeProgress;
 use super::Shared;
 use crate::experiment::detection::TrialSpec;
 use crate::experiment::retry::HARNESS;
@@ -16,6 +16,16 @@ use faultline_sites::Scope;
 use faultline_tasks::InfraKind;
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
+
+/// An episode on the board: its step 0 (the recorded decision with its fault, under the
+/// episode's key and seed) and its repetition.
+#[derive(Clone)]
+pub struct EpisodeItem {
+    /// The recorded decision replayed at step 0, with the episode's fault, key and seed.
+    pub start: TrialSpec,
+    /// The repetition, from 0.
+    pub run: u32,
+}
 
 /// An item leased to a worker.
 pub struct Lease {

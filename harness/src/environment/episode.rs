@@ -29,8 +29,9 @@
 //! without a probe's defect has episodes stored as not fired, which the recovery tables
 //! count apart; `recovered` is the ledger's truth at the end.
 
-use super::board::{Board, Item, Lease};
+use super::board::{Board, EpisodeItem, Item, Lease};
 use super::offer::{probe_witness, Probe};
+use super::progress::Checkpointed;
 use super::report::{check_captures, check_executed, CaptureInterval, MAX_TEXT_BYTES};
 use super::Shared;
 use crate::agent::{Agent, AgentError, AgentReply, AgentView};
@@ -48,16 +49,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// An episode on the board: its step 0 (the recorded decision with its fault, under the
-/// episode's key and seed) and its repetition.
-#[derive(Clone)]
-pub struct EpisodeItem {
-    /// The recorded decision replayed at step 0, with the episode's fault, key and seed.
-    pub start: TrialSpec,
-    /// The repetition, from 0.
-    pub run: u32,
-}
 
 /// The agent of an external harness: only a name, under which its episodes are keyed and
 /// stored. It acts inside the harness, never inside faultline.
@@ -119,28 +110,6 @@ pub fn budget(limits: &EpisodeLimits) -> Value {
         "max_wait_ms": limits.max_wait_ms,
         "time_limit_ms": limits.time_limit_ms,
     })
-}
-
-/// An episode's steps checkpointed so far, kept in its lease.
-#[derive(Default)]
-pub struct EpisodeProgress {
-    steps: Vec<Checkpointed>,
-    /// Captures noted in the scope's ledger so far (the next capture's id).
-    captures: u64,
-    /// Ledger events already given to earlier steps.
-    events_seen: usize,
-    /// Browser actions the agent took after step 0.
-    spent: u32,
-}
-
-/// A checkpointed step: its row (witness still to be decided) and what its witness is
-/// decided from.
-struct Checkpointed {
-    row: EpisodeStepRow,
-    captures: Vec<(f64, f64)>,
-    events: Vec<LedgerEvent>,
-    /// Whether the step gave an answer.
-    answered: bool,
 }
 
 /// `POST /v1/leases/{lease}/steps`: one step of an episode, after the harness executed,
