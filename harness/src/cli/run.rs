@@ -70,23 +70,23 @@ async fn run_as(args: RunArgs, options: crate::environment::EnvOptions) -> Resul
     if let Some(s) = shard {
         eprintln!("shard {s}: writing {}", out.display());
     }
-    let summary = experiment::run_as(
-        RunRequest {
-            out,
-            // A shard run again (a replaced pod, a requeued array task) resumes its own
-            // directory: the items it already stored are never run twice.
-            resume: args.resume || shard.is_some(),
-            shard,
-            config,
-            config_text: text,
-            overrides,
-            max_trials: args.max_trials,
-            max_episodes: args.max_episodes,
-            progress: true,
-        },
-        options,
-    )
-    .await?;
+    let request = RunRequest {
+        out,
+        // A shard run again (a replaced pod, a requeued array task) resumes its own
+        // directory: the items it already stored are never run twice.
+        resume: args.resume || shard.is_some(),
+        shard,
+        config,
+        config_text: text,
+        overrides,
+        max_trials: args.max_trials,
+        max_episodes: args.max_episodes,
+        progress: true,
+    };
+    let summary = match request.config.harness.is_some() {
+        true => crate::environment::run_request(request, options).await?,
+        false => experiment::run(request).await?,
+    };
     let secs = summary.detection_wall.as_secs_f64();
     let mut stdout = std::io::stdout().lock();
     writeln!(

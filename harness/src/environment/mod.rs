@@ -61,6 +61,7 @@ pub mod board;
 pub mod devtools;
 pub mod episode;
 pub mod offer;
+pub mod progress;
 pub mod report;
 pub mod workers;
 
@@ -138,6 +139,13 @@ pub(crate) struct Shared {
     pub limits: crate::engine::episode::EpisodeLimits,
     pub store: mpsc::UnboundedSender<ToStore>,
     pub out: PathBuf,
+}
+
+/// Serves a run under `[harness]` to its external harness: the run directory opened as
+/// for any run ([`crate::experiment::open`]), then [`run`].
+pub async fn run_request(req: RunRequest, options: EnvOptions) -> Result<RunSummary> {
+    let mut opened = crate::experiment::open(&req)?;
+    run(&req, &mut opened.db, opened.preloaded, &options).await
 }
 
 /// Runs the detection phase (and the recovery phase, when enabled) of a run under

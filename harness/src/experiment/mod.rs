@@ -166,17 +166,45 @@ impl Harness {
     }
 }
 
-/// Runs the experiment's phases and writes the report.
+/// Runs the experiment's phases with faultline's own engine and writes the report. A run
+/// under `[harness]` is served to the external harness instead
+/// (`crate::environment::run_request`), which opens its run directory the same way
+/// ([`open`]).
 pub async fn run(req: RunRequest) -> Result<RunSummary> {
-    run_as(req, crate::environment::EnvOptions::default()).await
+    if req.config.harness.is_some() {
+        bail!("a run under [harness] is served to the external harness: run it with `faultline run` or `faultline env`");
+    }
+    let mut opened = open(&req)?;
+    let harness = Harness::start(&req.config).await?;
+    let result = run_with(
+        &req,
+        &harness,
+        &mut opened.db,
+        opened.preloaded,
+        &opened.agents,
+    )
+    .await;
+    harness.shutdown().await;
+    result
 }
 
-/// [`run`], with the environment API's options for a run under `[harness]` (where it
-/// listens, whether faultline starts the harness's workers).
-pub async fn run_as(
-    req: RunRequest,
-    options: crate::environment::EnvOptions,
-) -> Result<RunSummary> {
+/// A run directory opened for writing: its database (resume identity checked and
+/// stored), the decisions known before the run, its agents, and the lock that keeps
+/// another run out of it for as long as this value lives.
+pub struct OpenedRun {
+    /// The results database.
+    pub db: ResultsDb,
+    /// Decisions loaded from the config's files (`None`: the oracle records them).
+    pub preloaded: Option<(DecisionSet, String)>,
+    /// The recovery phase's agents (none when recovery is off or a harness acts).
+    pub agents: Vec<Arc<dyn Agent>>,
+    _lock: RunLock,
+}
+
+/// Checks everything that can be rejected before anything is written, then opens (or,
+/// with `--resume`, reopens) the run directory. Shared by faultline's own engine and by
+/// the environment API, so both refuse and resume a run the same way.
+pub fn open(req: &RunRequest) -> Result<OpenedRun> {
     // Everything that can be rejected is checked before anything is written.
     let preloaded = decisions::preload(&req.config)?;
     let db_path = req.out.join("results.sqlite");
@@ -228,7 +256,7 @@ pub async fn run_as(
             .collect::<Result<Vec<_>>>()?,
         false => Vec::new(),
     };
-    let mut db = ResultsDb::open(&db_path)?;
+    let db = ResultsDb::open(&db_path)?;
     match db.meta("config_identity")? {
         Some(stored) if stored != identity => {
             bail!(UsageError(format!(
@@ -255,13 +283,12 @@ pub async fn run_as(
     if db.meta("config_identity")?.is_none() {
         db.set_meta("config_identity", &identity)?;
     }
-    if req.config.harness.is_some() {
-        return crate::environment::run(&req, &mut db, preloaded, &options).await;
-    }
-    let harness = Harness::start(&req.config).await?;
-    let result = run_with(&req, &harness, &mut db, preloaded, &agents).await;
-    harness.shutdown().await;
-    result
+    Ok(OpenedRun {
+        db,
+        preloaded,
+        agents,
+        _lock,
+    })
 }
 
 async fn run_with(
