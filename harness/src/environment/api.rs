@@ -30,7 +30,7 @@ use axum::{Json, Router};
 use faultline_sites::Scope;
 use faultline_tasks::InfraKind;
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::oneshot;
@@ -295,20 +295,7 @@ async fn report(
     let item = lease.item;
     let scored = match super::report::score(&shared, &lease, checked).await {
         Ok(s) => s,
-        Err(e) => {
-            let row = fail_lease(
-                &shared,
-                &lease_id,
-                lease,
-                InfraKind::Harness,
-                &format!("{e:#}"),
-            );
-            let _ = shared.store.send(ToStore::Infra(vec![row]));
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("the item could not be scored ({e:#}); it is offered again"),
-            );
-        }
+        Err(e) => return unscored(&shared, lease_id, lease, "item", &e),
     };
     let (done, stored) = oneshot::channel();
     let sent = shared.store.send(ToStore::Trial {
@@ -317,22 +304,68 @@ async fn report(
         shots: scored.shots,
         done,
     });
+    answer_once_stored(
+        &shared,
+        lease_id,
+        item,
+        sent.is_ok(),
+        stored,
+        scored.told,
+        "item",
+    )
+    .await
+}
+
+/// A report that could not be scored (faultline's own failure): an infrastructure error
+/// of the harness kind, and the item is offered again.
+fn unscored(
+    shared: &Shared,
+    lease_id: String,
+    lease: Lease,
+    what: &str,
+    e: &anyhow::Error,
+) -> Response {
+    let row = fail_lease(
+        shared,
+        &lease_id,
+        lease,
+        InfraKind::Harness,
+        &format!("{e:#}"),
+    );
+    let _ = shared.store.send(ToStore::Infra(vec![row]));
+    error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        format!("the {what} could not be scored ({e:#}); it is offered again"),
+    )
+}
+
+/// Answers a scored report once the store says its rows are written (`sent`: whether the
+/// store took them): the item counts as reported only then.
+async fn answer_once_stored(
+    shared: &Shared,
+    lease_id: String,
+    item: usize,
+    sent: bool,
+    stored: oneshot::Receiver<anyhow::Result<()>>,
+    told: Value,
+    what: &str,
+) -> Response {
     match (sent, stored.await) {
-        (Ok(()), Ok(Ok(()))) => {
+        (true, Ok(Ok(()))) => {
             shared
                 .board
                 .lock()
                 .expect("not poisoned")
                 .stored(lease_id, item);
-            Json(scored.told).into_response()
+            Json(told).into_response()
         }
         (_, Ok(Err(e))) => error(
             StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the item could not be stored: {e:#}"),
+            format!("the {what} could not be stored: {e:#}"),
         ),
         _ => error(
             StatusCode::SERVICE_UNAVAILABLE,
-            "the run is ending; the item was not stored",
+            format!("the run is ending; the {what} was not stored"),
         ),
     }
 }
@@ -439,20 +472,7 @@ async fn report_episode(shared: &Shared, lease_id: String, lease: Lease, body: &
     let mut lease = lease;
     let scored = match super::episode::score(shared, &mut lease, end).await {
         Ok(s) => s,
-        Err(e) => {
-            let row = fail_lease(
-                shared,
-                &lease_id,
-                lease,
-                InfraKind::Harness,
-                &format!("{e:#}"),
-            );
-            let _ = shared.store.send(ToStore::Infra(vec![row]));
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("the episode could not be scored ({e:#}); it is offered again"),
-            );
-        }
+        Err(e) => return unscored(shared, lease_id, lease, "episode", &e),
     };
     let (done, stored) = oneshot::channel();
     let sent = shared.store.send(ToStore::Episode {
@@ -460,22 +480,14 @@ async fn report_episode(shared: &Shared, lease_id: String, lease: Lease, body: &
         steps: scored.steps,
         done,
     });
-    match (sent, stored.await) {
-        (Ok(()), Ok(Ok(()))) => {
-            shared
-                .board
-                .lock()
-                .expect("not poisoned")
-                .stored(lease_id, item);
-            Json(scored.told).into_response()
-        }
-        (_, Ok(Err(e))) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the episode could not be stored: {e:#}"),
-        ),
-        _ => error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the run is ending; the episode was not stored",
-        ),
-    }
+    answer_once_stored(
+        shared,
+        lease_id,
+        item,
+        sent.is_ok(),
+        stored,
+        scored.told,
+        "episode",
+    )
+    .await
 }
