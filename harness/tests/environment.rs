@@ -6,15 +6,13 @@
 //! Needs python3 with Playwright (`pip install playwright`; no browser download: the
 //! harness drives the system's headless shell). `.ci/run` installs it.
 
+mod common;
+
+use common::external::{reference_command, Env};
 use rusqlite::Connection;
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-
-fn reference_harness() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/harnesses/playwright_harness.py")
-}
+use std::process::Command;
 
 fn playwright_available() {
     let ok = Command::new("python3")
@@ -30,12 +28,7 @@ fn playwright_available() {
 /// A config running the default tasks' reference probes through the reference harness
 /// with `flags`.
 fn config(dir: &Path, layouts: u32, workers: usize, flags: &[&str], extra: &str) -> PathBuf {
-    let mut command = vec![
-        "python3".to_string(),
-        reference_harness().display().to_string(),
-        "--no-shots".to_string(),
-    ];
-    command.extend(flags.iter().map(|f| f.to_string()));
+    let command = reference_command(flags);
     let text = format!(
         "seed = 1\nlayouts = {layouts}\ntasks = [\"search\", \"grid\", \"frame\", \"chart\"]\nfaults = [\"reference\"]\n\n[harness]\nname = \"playwright\"\ncommand = {command:?}\nworkers = {workers}\n{extra}"
     );
@@ -296,58 +289,14 @@ fn a_misbehaving_worker_is_an_infra_error_and_the_tables_equal_an_undisturbed_ru
     }
 }
 
-/// `faultline env` serving a run; the API's URL and token as it printed them.
-struct Env {
-    child: std::process::Child,
-    url: String,
-    token: String,
-    /// Kept open: the process may print more.
-    _stdout: std::io::Lines<BufReader<std::process::ChildStdout>>,
+/// `faultline env` serving a one-layout run of the reference probes.
+fn serve(dir: &Path, out: &Path) -> Env {
+    serve_with(dir, out, "")
 }
 
-impl Env {
-    fn start(dir: &Path, out: &Path) -> Env {
-        Env::start_with(dir, out, "")
-    }
-
-    /// `extra` goes at the end of the config (after `[harness]`).
-    fn start_with(dir: &Path, out: &Path, extra: &str) -> Env {
-        let cfg = config(dir, 1, 1, &[], extra);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_faultline"))
-            .args([
-                "env",
-                "--config",
-                cfg.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut value = |name: &str| {
-            let line = lines.next().unwrap().unwrap();
-            line.strip_prefix(&format!("{name}="))
-                .unwrap_or_else(|| panic!("expected {name}=..., got {line}"))
-                .to_string()
-        };
-        let url = value("FAULTLINE_ENV_URL");
-        let token = value("FAULTLINE_ENV_TOKEN");
-        Env {
-            child,
-            url,
-            token,
-            _stdout: lines,
-        }
-    }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// [`serve`], with `extra` at the end of the config (after `[harness]`).
+fn serve_with(dir: &Path, out: &Path, extra: &str) -> Env {
+    Env::serve(&config(dir, 1, 1, &[], extra), out)
 }
 
 /// `GET /v1/run` of `env`.
@@ -368,8 +317,8 @@ async fn the_api_refuses_what_it_must_and_reveals_no_fault_before_the_report() {
     let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
     std::fs::create_dir_all(&a_dir).unwrap();
     std::fs::create_dir_all(&b_dir).unwrap();
-    let a = Env::start(&a_dir, &dir.path().join("run-a"));
-    let b = Env::start(&b_dir, &dir.path().join("run-b"));
+    let a = serve(&a_dir, &dir.path().join("run-a"));
+    let b = serve(&b_dir, &dir.path().join("run-b"));
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::new();
     let post = |env: &Env, path: &str, token: Option<&str>, body: Vec<u8>| {
@@ -531,12 +480,7 @@ fn recovery_config(
     extra: &str,
     recovery_extra: &str,
 ) -> PathBuf {
-    let mut command = vec![
-        "python3".to_string(),
-        reference_harness().display().to_string(),
-        "--no-shots".to_string(),
-    ];
-    command.extend(flags.iter().map(|f| f.to_string()));
+    let command = reference_command(flags);
     let text = format!(
         "seed = 1\nlayouts = {layouts}\ntasks = {tasks:?}\nfaults = [\"reference\"]\n\n[harness]\nname = \"playwright\"\ncommand = {command:?}\nworkers = 2\n{extra}\n[recovery]\nruns = {runs}\nlayouts = {layouts}\n{recovery_extra}"
     );
@@ -763,7 +707,7 @@ fn a_worker_misbehaving_mid_episode_is_an_infra_error_and_the_recovery_tables_eq
 #[tokio::test]
 async fn an_episode_is_claimed_with_its_budget_and_its_steps_and_report_are_checked() {
     let dir = tempfile::tempdir().unwrap();
-    let env = Env::start_with(
+    let env = serve_with(
         dir.path(),
         &dir.path().join("run"),
         "\n[recovery]\nruns = 1\nbudget = 2\n",

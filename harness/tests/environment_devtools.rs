@@ -5,25 +5,18 @@
 //! Needs python3 with Playwright (`pip install playwright`; no browser download).
 
 use faultline::engine::browser::{find_chromium, BrowserHandle};
+mod common;
+
+use common::external::{reference_command, Env};
 use rusqlite::Connection;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-
-fn reference_harness() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/harnesses/playwright_harness.py")
-}
+use std::process::Command;
 
 /// The default tasks' reference probes, `layouts` of each, through the reference
 /// harness with `flags`.
 fn config(dir: &Path, layouts: u32, flags: &[&str]) -> PathBuf {
-    let mut command = vec![
-        "python3".to_string(),
-        reference_harness().display().to_string(),
-        "--no-shots".to_string(),
-    ];
-    command.extend(flags.iter().map(|f| f.to_string()));
+    let command = reference_command(flags);
     let text = format!(
         "seed = 1\nlayouts = {layouts}\ntasks = [\"search\", \"grid\", \"frame\", \"chart\"]\nfaults = [\"reference\"]\n\n[harness]\nname = \"playwright\"\ncommand = {command:?}\nworkers = 2\n"
     );
@@ -107,58 +100,15 @@ fn the_reference_harness_gets_the_same_verdicts_through_the_proxy_as_without_it(
     );
 }
 
-/// `faultline env` serving a one-layout run; its URL and token.
-struct Env {
-    child: std::process::Child,
-    url: String,
-    token: String,
-    _stdout: std::io::Lines<BufReader<std::process::ChildStdout>>,
-}
-
-impl Env {
-    fn start(dir: &Path, out: &Path) -> Env {
-        let cfg = config(dir, 1, &[]);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_faultline"))
-            .args([
-                "env",
-                "--config",
-                cfg.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut value = |name: &str| {
-            let line = lines.next().unwrap().unwrap();
-            line.strip_prefix(&format!("{name}="))
-                .unwrap_or_else(|| panic!("expected {name}=..., got {line}"))
-                .to_string()
-        };
-        let url = value("FAULTLINE_ENV_URL");
-        let token = value("FAULTLINE_ENV_TOKEN");
-        Env {
-            child,
-            url,
-            token,
-            _stdout: lines,
-        }
-    }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `faultline env` serving a one-layout run of the reference probes.
+fn serve(dir: &Path, out: &Path) -> Env {
+    Env::serve(&config(dir, 1, &[]), out)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_naming_the_harness_browser_gets_a_proxy_for_its_lease_only() {
     let dir = tempfile::tempdir().unwrap();
-    let env = Env::start(&dir.path().join("cfg"), &dir.path().join("run"));
+    let env = serve(&dir.path().join("cfg"), &dir.path().join("run"));
     let chrome = BrowserHandle::launch(&find_chromium(None).unwrap())
         .await
         .unwrap();
@@ -240,12 +190,7 @@ async fn a_claim_naming_the_harness_browser_gets_a_proxy_for_its_lease_only() {
 
 /// A grid run with one protocol fault through the reference harness with `flags`.
 fn fault_config(dir: &Path, fault: &str, flags: &[&str]) -> PathBuf {
-    let mut command = vec![
-        "python3".to_string(),
-        reference_harness().display().to_string(),
-        "--no-shots".to_string(),
-    ];
-    command.extend(flags.iter().map(|f| f.to_string()));
+    let command = reference_command(flags);
     let text = format!(
         "seed = 1\nlayouts = 2\ntasks = [\"grid\"]\nfaults = [\"{fault}\"]\n\n[harness]\nname = \"playwright\"\ncommand = {command:?}\nworkers = 1\n"
     );
