@@ -185,13 +185,7 @@ where
             let _ = link.to_browser.send(m).await;
             return;
         }
-        let (Some(tamper), Message::Text(text)) = (&link.tamper, &m) else {
-            if link.to_browser.send(m).await.is_err() {
-                return;
-            }
-            continue;
-        };
-        let Ok(mut v) = serde_json::from_str::<Value>(text.as_str()) else {
+        let Some((tamper, mut v)) = tamperable(&link.tamper, &m) else {
             if link.to_browser.send(m).await.is_err() {
                 return;
             }
@@ -264,13 +258,7 @@ where
             let _ = link.to_client.send(m).await;
             return;
         }
-        let (Some(tamper), Message::Text(text)) = (&link.tamper, &m) else {
-            if link.to_client.send(m).await.is_err() {
-                return;
-            }
-            continue;
-        };
-        let Ok(mut v) = serde_json::from_str::<Value>(text.as_str()) else {
+        let Some((tamper, mut v)) = tamperable(&link.tamper, &m) else {
             if link.to_client.send(m).await.is_err() {
                 return;
             }
@@ -377,4 +365,19 @@ fn session_of(v: &Value) -> Option<String> {
 
 fn json(v: &Value) -> Message {
     Message::text(v.to_string())
+}
+
+/// A message a fault may change: a text message that parses as JSON, with the armed
+/// tamper. `None` (no fault armed, a binary frame, text that is not JSON): it is relayed
+/// as the bytes it arrived as.
+fn tamperable<'a>(
+    tamper: &'a Option<Arc<dyn Tamper>>,
+    m: &Message,
+) -> Option<(&'a Arc<dyn Tamper>, Value)> {
+    let (Some(tamper), Message::Text(text)) = (tamper, m) else {
+        return None;
+    };
+    serde_json::from_str::<Value>(text.as_str())
+        .ok()
+        .map(|v| (tamper, v))
 }
