@@ -6,7 +6,7 @@
 use faultline::engine::browser::{find_chromium, BrowserHandle, Isolation, PoolSize};
 use faultline_tasks::Size;
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -95,9 +95,10 @@ async fn child_holds_a_browser() {
     b.close().await;
 }
 
-/// Starts this test binary's `child_holds_a_browser` in a child process; returns the
-/// child and its browser's pid.
-fn child_with_a_browser() -> (std::process::Child, u32) {
+/// Starts this test binary's `child_holds_a_browser` in a child process whose temp
+/// directory (where profiles go, and where a browser start sweeps dead runs' profiles)
+/// is `temp`; returns the child and its browser's pid once the browser runs.
+fn child_with_a_browser(temp: &Path) -> (std::process::Child, u32) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -106,6 +107,7 @@ fn child_with_a_browser() -> (std::process::Child, u32) {
             "--test-threads=1",
         ])
         .env("FAULTLINE_TEST_CHILD", "1")
+        .env("TMPDIR", temp)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -135,7 +137,8 @@ fn profile_of(pid: u32) -> PathBuf {
 
 #[test]
 fn sigkilled_parent_takes_its_browser_with_it() {
-    let (mut child, pid) = child_with_a_browser();
+    let temp = tempfile::tempdir().unwrap();
+    let (mut child, pid) = child_with_a_browser(temp.path());
     assert!(alive(pid));
     child.kill().unwrap(); // SIGKILL: no destructor runs in the child.
     child.wait().unwrap();
@@ -148,33 +151,41 @@ fn sigkilled_parent_takes_its_browser_with_it() {
 /// Regression: a run that was SIGKILLed never removed its profile directory (its
 /// destructor never ran), and nothing else did; the next browser start now removes every
 /// profile directory whose owning process is dead.
+///
+/// Both runs get a temp directory of their own. Regression: with the shared one, a browser
+/// started by another test of this binary in between swept the dead run's profile before
+/// the test could see it left behind, and the test failed on its precondition.
 #[test]
 fn regression_a_profile_left_by_a_sigkilled_run_is_removed_at_the_next_browser_start() {
-    let (mut child, pid) = child_with_a_browser();
+    let temp = tempfile::tempdir().unwrap();
+    let (mut killed, pid) = child_with_a_browser(temp.path());
     let profile = profile_of(pid);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    killed.kill().unwrap();
+    killed.wait().unwrap();
     assert!(wait_dead(pid), "chromium {pid} survived its parent");
     assert!(
         profile.is_dir(),
         "the killed run left {}",
         profile.display()
     );
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let b = BrowserHandle::launch(&find_chromium(None).unwrap())
-            .await
-            .unwrap();
-        assert!(
-            !profile.exists(),
-            "the dead run's profile {} is still there",
-            profile.display()
-        );
-        b.close().await;
-    });
+    // The next run's browser is running once its pid is printed: its start swept.
+    let (mut next, next_pid) = child_with_a_browser(temp.path());
+    let swept = !profile.exists();
+    assert!(
+        profile_of(next_pid).is_dir(),
+        "the live run's profile is kept"
+    );
+    next.kill().unwrap();
+    next.wait().unwrap();
+    assert!(
+        wait_dead(next_pid),
+        "chromium {next_pid} survived its parent"
+    );
+    assert!(
+        swept,
+        "the dead run's profile {} is still there",
+        profile.display()
+    );
 }
 
 /// Regression: Chromium gets `PR_SET_PDEATHSIG`, which fires when the *thread* that
