@@ -32,9 +32,10 @@ test: chromium playwright
 
 # Benchmarks: cluster bootstrap, plugin protocol overhead, the DevTools proxy's added
 # latency, the default run's costs, full report rebuild time, viewer. Extras, also together (`just bench build catalogue`):
-# `just bench build` adds a cold release build, `just bench catalogue` the catalogue run twice.
+# `just bench build` adds a cold release build, `just bench catalogue` the catalogue run twice,
+# `just bench scale` how cost grows with layouts and with jobs per core.
 bench *WHAT: bench-stats bench-plugin bench-proxy bench-run bench-view
-    @for w in {{WHAT}}; do case "$w" in build) just bench-build ;; catalogue) just bench-catalogue ;; env) just bench-env ;; *) echo "unknown benchmark: $w (expected build, catalogue or env)" >&2; exit 2 ;; esac; done
+    @for w in {{WHAT}}; do case "$w" in build) just bench-build ;; catalogue) just bench-catalogue ;; env) just bench-env ;; scale) just bench-scale ;; *) echo "unknown benchmark: $w (expected build, catalogue, env or scale)" >&2; exit 2 ;; esac; done
 
 # The environment API (`just bench env`): its own cost per item (a worker that reports
 # every item at once, without a browser: claim + scoring + report), then the default tasks'
@@ -145,6 +146,35 @@ bench-run: chromium
 # Timing-dependent faults must not let the machine's load decide a result: so the
 # catalogue config (every fault, both phases) runs twice with the same seed, each run's
 # cost printed, and every table compared byte for byte between the runs.
+# How cost grows with work (`just bench scale`): the default config at 10, 20, 40 and 80
+# layouts per task (both phases), then detection alone at 2, 5, 10 and 20 jobs per core.
+# Each row is one run's `faultline costs`: items, wall, items/s, CPU per item (faultline +
+# Chromium) and the cores it kept busy. Linear growth shows as a flat CPU per item.
+bench-scale: chromium
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cargo build --release --quiet --bin faultline
+    tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+    export TMPDIR="$tmp"
+    cores=$(nproc)
+    echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $cores cores"
+    printf '%-26s %-10s %7s %8s %8s %11s %7s\n' run phase items "wall s" items/s "CPU/item s" busy
+    row() { # label, run directory: one line per phase from `faultline costs`
+        cargo run --release --quiet --bin faultline -- costs "$2" | awk -v label="$1" '
+            /items in .* s wall/ { phase = $1; items = $2; wall = $5; rate = substr($8, 2) }
+            /CPU per item/ { printf "%-26s %-10s %7d %8.1f %8.2f %11.3f %7.2f\n", label, phase, items, wall, rate, $4, $(NF - 2) }'
+    }
+    for layouts in 10 20 40 80; do
+        cargo run --release --quiet --bin faultline -- run --layouts "$layouts" --out "$tmp/layouts-$layouts" > /dev/null 2>&1
+        row "layouts $layouts" "$tmp/layouts-$layouts"
+    done
+    for per_core in 2 5 10 20; do
+        jobs=$((per_core * cores))
+        cargo run --release --quiet --bin faultline -- run --max-episodes 0 --jobs "$jobs" --out "$tmp/jobs-$jobs" > /dev/null 2>&1
+        row "jobs $per_core/core ($jobs)" "$tmp/jobs-$jobs"
+    done
+    echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg), $cores cores"
+
 bench-catalogue: chromium
     #!/usr/bin/env bash
     set -euo pipefail
