@@ -21,6 +21,7 @@ use crate::format::{csv_field, md_literal};
 /// to an external policy that could not judge.
 pub const HARNESS: &str = "harness";
 use anyhow::Result;
+use faultline_tasks::InfraErrorKind;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
@@ -31,8 +32,9 @@ pub struct InfraCount {
     pub policy: String,
     /// `detection` or `recovery` (from the item key).
     pub phase: String,
-    /// What went wrong: `spawn`, `crash`, `timeout`, `malformed`, `unknown_verdict` or `protocol`.
-    pub kind: String,
+    /// What went wrong (an external process's `spawn`, `crash`, `timeout`, ..., or the
+    /// harness's own `browser_died`, ...).
+    pub kind: InfraErrorKind,
     /// (item, policy) pairs with at least one error of this kind.
     pub items: u64,
     /// Errors in all (an episode retried on resume may fail again).
@@ -44,23 +46,24 @@ fn phase(item_key: &str) -> &str {
     item_key.split('/').next().unwrap_or("")
 }
 
-/// Counts per (policy, phase, kind), in that order.
+/// Counts per (policy, phase, kind), in that order (kinds by name, as the CSV has
+/// always listed them).
 pub fn counts(rows: &[InfraErrorRow]) -> Vec<InfraCount> {
-    type Key = (String, String, String);
-    let mut acc: BTreeMap<Key, (BTreeSet<&str>, u64)> = BTreeMap::new();
+    type Key = (String, String, &'static str);
+    let mut acc: BTreeMap<Key, (InfraErrorKind, BTreeSet<&str>, u64)> = BTreeMap::new();
     for r in rows {
         let e = acc
             .entry((
                 r.policy.clone(),
                 phase(&r.item_key).to_string(),
-                r.kind.clone(),
+                r.kind.name(),
             ))
-            .or_default();
-        e.0.insert(r.item_key.as_str());
-        e.1 += 1;
+            .or_insert_with(|| (r.kind, BTreeSet::new(), 0));
+        e.1.insert(r.item_key.as_str());
+        e.2 += 1;
     }
     acc.into_iter()
-        .map(|((policy, phase, kind), (items, errors))| InfraCount {
+        .map(|((policy, phase, _), (kind, items, errors))| InfraCount {
             policy,
             phase,
             kind,
@@ -181,7 +184,7 @@ pub struct HarnessItem {
     /// The trial or episode key.
     pub item_key: String,
     /// Its failed attempts, in order: (attempt, kind, reason).
-    pub failures: Vec<(u32, String, String)>,
+    pub failures: Vec<(u32, InfraErrorKind, String)>,
     /// Whether a later attempt (or a resumed run) stored it: `false` is a final
     /// infrastructure failure, listed and in no denominator.
     pub completed: bool,
@@ -189,15 +192,16 @@ pub struct HarnessItem {
 
 /// The harness's failures (rows whose policy is [`HARNESS`]) per item, in key order.
 pub fn harness_items(rows: &[InfraErrorRow], stored: &BTreeSet<&str>) -> Vec<HarnessItem> {
-    let mut acc: BTreeMap<&str, Vec<(u32, String, String)>> = BTreeMap::new();
+    let mut acc: BTreeMap<&str, Vec<(u32, InfraErrorKind, String)>> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.policy == HARNESS) {
         acc.entry(&r.item_key)
             .or_default()
-            .push((r.attempt, r.kind.clone(), r.reason.clone()));
+            .push((r.attempt, r.kind, r.reason.clone()));
     }
     acc.into_iter()
         .map(|(key, mut failures)| {
-            failures.sort();
+            // Kinds by name, as when they were strings.
+            failures.sort_by(|a, b| (a.0, a.1.name(), &a.2).cmp(&(b.0, b.1.name(), &b.2)));
             HarnessItem {
                 item_key: key.to_string(),
                 failures,
@@ -214,7 +218,7 @@ pub struct RetryCount {
     /// `detection` or `recovery`.
     pub phase: String,
     /// The failure kind (`browser_died`, `renderer_crashed`, `unresponsive`, ...).
-    pub kind: String,
+    pub kind: InfraErrorKind,
     /// Failed attempts of this kind.
     pub attempts: u64,
     /// Distinct items those attempts hit.
@@ -225,24 +229,24 @@ pub struct RetryCount {
     pub failed: u64,
 }
 
-/// The harness's failures counted per (phase, kind).
+/// The harness's failures counted per (phase, kind), kinds by name.
 pub fn retry_counts(items: &[HarnessItem]) -> Vec<RetryCount> {
-    let mut acc: BTreeMap<(String, String), RetryCount> = BTreeMap::new();
+    let mut acc: BTreeMap<(String, &'static str), RetryCount> = BTreeMap::new();
     for item in items {
         let mut kinds = BTreeSet::new();
-        for (_, kind, _) in &item.failures {
+        for &(_, kind, _) in &item.failures {
             let c = acc
-                .entry((phase(&item.item_key).to_string(), kind.clone()))
+                .entry((phase(&item.item_key).to_string(), kind.name()))
                 .or_insert_with(|| RetryCount {
                     phase: phase(&item.item_key).to_string(),
-                    kind: kind.clone(),
+                    kind,
                     attempts: 0,
                     items: 0,
                     completed: 0,
                     failed: 0,
                 });
             c.attempts += 1;
-            if kinds.insert(kind.clone()) {
+            if kinds.insert(kind) {
                 c.items += 1;
                 if item.completed {
                     c.completed += 1;
@@ -312,8 +316,9 @@ pub fn harness_section(items: &[HarnessItem]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use faultline_tasks::{InfraKind, PluginFailure};
 
-    fn e(key: &str, policy: &str, kind: &str, attempt: u32) -> InfraErrorRow {
+    fn e(key: &str, policy: &str, kind: PluginFailure, attempt: u32) -> InfraErrorRow {
         InfraErrorRow {
             item_key: key.into(),
             policy: policy.into(),
@@ -327,10 +332,30 @@ mod tests {
     #[test]
     fn counts_group_by_policy_phase_and_kind_and_the_section_lists_every_error() {
         let rows = vec![
-            e("detection/grid/000/working", "mine", "crash", 1),
-            e("detection/grid/001/working", "mine", "crash", 2),
-            e("recovery/grid/x/mine/scripted/r0/000", "mine", "timeout", 1),
-            e("recovery/grid/x/mine/scripted/r0/000", "mine", "timeout", 2),
+            e(
+                "detection/grid/000/working",
+                "mine",
+                PluginFailure::Crash,
+                1,
+            ),
+            e(
+                "detection/grid/001/working",
+                "mine",
+                PluginFailure::Crash,
+                2,
+            ),
+            e(
+                "recovery/grid/x/mine/scripted/r0/000",
+                "mine",
+                PluginFailure::Timeout,
+                1,
+            ),
+            e(
+                "recovery/grid/x/mine/scripted/r0/000",
+                "mine",
+                PluginFailure::Timeout,
+                2,
+            ),
         ];
         let c = counts(&rows);
         assert_eq!(c.len(), 2);
@@ -351,11 +376,72 @@ mod tests {
         assert!(section(&[], &["mine".into()]).contains("No infrastructure errors."));
     }
 
+    /// The tables list kinds by name, as when kinds were strings, not in the kinds'
+    /// declaration order (which puts the harness's before the plugins').
+    #[test]
+    fn kinds_are_listed_by_name() {
+        let harness = |key: &str, kind: InfraKind, attempt: u32| InfraErrorRow {
+            policy: HARNESS.into(),
+            kind: kind.into(),
+            ..e(key, HARNESS, PluginFailure::Crash, attempt)
+        };
+        let rows = vec![
+            e(
+                "detection/grid/000/working",
+                "mine",
+                PluginFailure::Timeout,
+                1,
+            ),
+            e(
+                "detection/grid/001/working",
+                "mine",
+                PluginFailure::Crash,
+                1,
+            ),
+            harness("detection/grid/002/working", InfraKind::Unresponsive, 1),
+            harness("detection/grid/003/working", InfraKind::AgentEndpoint, 1),
+            e(
+                "detection/grid/004/working",
+                "mine",
+                PluginFailure::Spawn,
+                1,
+            ),
+            harness("detection/grid/004/working", InfraKind::Unresponsive, 1),
+        ];
+        let kinds: Vec<String> = counts(&rows)
+            .iter()
+            .map(|c| format!("{} {}", c.policy, c.kind))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "harness agent_endpoint",
+                "harness unresponsive",
+                "mine crash",
+                "mine spawn",
+                "mine timeout"
+            ]
+        );
+        let items = harness_items(&rows, &BTreeSet::new());
+        let csv = infra_retries_csv(&items);
+        assert_eq!(
+            csv,
+            "phase,kind,failed_attempts,items,completed_after_retry,failed\n\
+             detection,agent_endpoint,1,1,0,1\n\
+             detection,unresponsive,2,2,0,2\n"
+        );
+    }
+
     /// A plugin's stderr and the reasons built from its output are its text, not the
     /// report's: they reach `report.md` as literal text, never as HTML or table syntax.
     #[test]
     fn plugin_text_in_report_md_is_escaped_not_raw_html() {
-        let mut row = e("detection/grid/000/working", "mine", "crash", 1);
+        let mut row = e(
+            "detection/grid/000/working",
+            "mine",
+            PluginFailure::Crash,
+            1,
+        );
         row.reason = "malformed JSON: <img src=x onerror=alert(1)> & *bold*".into();
         row.stderr_tail = "ok\n<script>alert('x')</script> | [link](http://x) `tick`\n".into();
         let md = section(&[row], &["mine".into()]);
@@ -385,7 +471,7 @@ mod tests {
         let failed = HarnessItem {
             item_key: "recovery/grid/x/outcome/mine/r0/000".into(),
             completed: false,
-            failures: vec![(1, "agent_process".into(), "said <b>|</b>".into())],
+            failures: vec![(1, InfraKind::AgentProcess.into(), "said <b>|</b>".into())],
         };
         let md = harness_section(&[failed]);
         assert!(md.contains("said &lt;b&gt;\\|&lt;/b&gt;"), "{md}");

@@ -9,6 +9,7 @@
 mod common;
 
 use common::external::{reference_command, Env};
+use faultline_tasks::{InfraErrorKind, InfraKind};
 use rusqlite::Connection;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -103,12 +104,12 @@ fn stored(out: &Path) -> BTreeMap<String, Stored> {
     .collect()
 }
 
-fn infra_kinds(out: &Path) -> Vec<String> {
+fn infra_kinds(out: &Path) -> Vec<InfraErrorKind> {
     let db = Connection::open(out.join("results.sqlite")).unwrap();
     let mut stmt = db.prepare("SELECT kind FROM infra_errors").unwrap();
-    stmt.query_map([], |r| r.get(0))
+    stmt.query_map([], |r| r.get::<_, String>(0))
         .unwrap()
-        .map(Result::unwrap)
+        .map(|kind| kind.unwrap().parse().unwrap())
         .collect()
 }
 
@@ -247,10 +248,10 @@ fn a_misbehaving_worker_is_an_infra_error_and_the_tables_equal_an_undisturbed_ru
     let expected = tables(&calm);
     let calm_rows = stored(&calm);
     for (misbehaviour, kind) in [
-        ("crash", "worker_exited"),
-        ("never-report", "lease_expired"),
-        ("garbage", "bad_report"),
-        ("double", "bad_report"),
+        ("crash", InfraKind::WorkerExited),
+        ("never-report", InfraKind::LeaseExpired),
+        ("garbage", InfraKind::BadReport),
+        ("double", InfraKind::BadReport),
     ] {
         let sub = dir.path().join(misbehaviour);
         std::fs::create_dir_all(&sub).unwrap();
@@ -275,7 +276,7 @@ fn a_misbehaving_worker_is_an_infra_error_and_the_tables_equal_an_undisturbed_ru
         );
         run(&cfg, &out);
         assert!(marker.exists(), "{misbehaviour}: the worker misbehaved");
-        assert_eq!(infra_kinds(&out), vec![kind.to_string()], "{misbehaviour}");
+        assert_eq!(infra_kinds(&out), [kind.into()], "{misbehaviour}");
         assert_eq!(
             tables(&out),
             expected,
@@ -669,9 +670,9 @@ fn a_worker_misbehaving_mid_episode_is_an_infra_error_and_the_recovery_tables_eq
     let calm_rows = episodes(&calm_out);
     assert_eq!(calm_rows.len(), 2);
     for (misbehaviour, kind) in [
-        ("crash", "worker_exited"),
-        ("never-report", "lease_expired"),
-        ("garbage", "bad_report"),
+        ("crash", InfraKind::WorkerExited),
+        ("never-report", InfraKind::LeaseExpired),
+        ("garbage", InfraKind::BadReport),
     ] {
         let sub = dir.path().join(misbehaviour);
         std::fs::create_dir_all(&sub).unwrap();
@@ -690,7 +691,7 @@ fn a_worker_misbehaving_mid_episode_is_an_infra_error_and_the_recovery_tables_eq
             &out,
         );
         assert!(marker.exists(), "{misbehaviour}: the worker misbehaved");
-        assert_eq!(infra_kinds(&out), vec![kind.to_string()], "{misbehaviour}");
+        assert_eq!(infra_kinds(&out), [kind.into()], "{misbehaviour}");
         assert_eq!(
             std::fs::read_to_string(out.join("recovery_summary.csv")).unwrap(),
             expected,

@@ -222,7 +222,7 @@ async fn regression_a_browser_killed_mid_detection_and_mid_recovery_is_replaced_
     for phase in ["detection/", "recovery/"] {
         assert!(
             rows.iter()
-                .any(|r| r.item_key.starts_with(phase) && r.kind == "browser_died"),
+                .any(|r| r.item_key.starts_with(phase) && r.kind == InfraKind::BrowserDied.into()),
             "no browser_died retry in {phase}: {rows:?}"
         );
     }
@@ -700,7 +700,11 @@ mode = "record"
         assert!(db.count("trials").unwrap() > 0, "detection ran");
         let rows = db.infra_errors().unwrap();
         assert!(!rows.is_empty());
-        assert!(rows.iter().all(|r| r.kind == "agent_endpoint"), "{rows:?}");
+        assert!(
+            rows.iter()
+                .all(|r| r.kind == InfraKind::AgentEndpoint.into()),
+            "{rows:?}"
+        );
         rows.iter().map(|r| r.attempt).max().unwrap()
     };
     assert_eq!(attempts(&out), 1, "not retried within the run");

@@ -20,7 +20,7 @@ use faultline_policies::{Observation, VerificationPolicy};
 use faultline_sites::FixtureServer;
 use faultline_tasks::decision::embedded_default;
 use faultline_tasks::seed::DEFAULT_ROOT_SEED;
-use faultline_tasks::{Instruction, Size, TaskKind};
+use faultline_tasks::{InfraErrorKind, Instruction, PluginFailure, Size, TaskKind};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -137,12 +137,13 @@ timeout_ms = 5000
         .iter()
         .map(|v| (v.trial_key.as_str(), v.policy.as_str()))
         .collect();
-    let failed: BTreeMap<(&str, &str), &str> = infra
+    let failed: BTreeMap<(&str, &str), InfraErrorKind> = infra
         .iter()
         .filter(|e| e.item_key.starts_with("detection/"))
-        .map(|e| ((e.item_key.as_str(), e.policy.as_str()), e.kind.as_str()))
+        .map(|e| ((e.item_key.as_str(), e.policy.as_str()), e.kind))
         .collect();
-    let mut kinds: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
+    // Per policy: how its trials ended, `None` for a verdict.
+    let mut kinds: BTreeMap<&str, BTreeMap<Option<InfraErrorKind>, usize>> = BTreeMap::new();
     for t in &trials {
         for p in [
             "generic", "outcome", "good", "crash", "hang", "garbage", "unknown", "wrongver",
@@ -155,60 +156,70 @@ timeout_ms = 5000
                 judged.contains(&key),
                 failed.get(&key)
             );
-            let kind = failed.get(&key).copied().unwrap_or("verdict");
+            let kind = failed.get(&key).copied();
             *kinds.entry(p).or_default().entry(kind).or_default() += 1;
         }
     }
     let n = trials.len();
     // The built-ins and the good plugin judged everything.
     for p in ["generic", "outcome", "good"] {
-        assert_eq!(kinds[p].get("verdict"), Some(&n), "{p}: {:?}", kinds[p]);
+        assert_eq!(kinds[p].get(&None), Some(&n), "{p}: {:?}", kinds[p]);
     }
     assert_eq!(
-        kinds["garbage"].get("malformed"),
+        kinds["garbage"].get(&Some(PluginFailure::Malformed.into())),
         Some(&n),
         "{:?}",
         kinds["garbage"]
     );
     assert_eq!(
-        kinds["unknown"].get("unknown_verdict"),
+        kinds["unknown"].get(&Some(PluginFailure::UnknownVerdict.into())),
         Some(&n),
         "{:?}",
         kinds["unknown"]
     );
     assert_eq!(
-        kinds["wrongver"].get("protocol"),
+        kinds["wrongver"].get(&Some(PluginFailure::Protocol.into())),
         Some(&n),
         "{:?}",
         kinds["wrongver"]
     );
     // The crashing plugin judged some trials (two per incarnation) and crashed on others.
     assert!(
-        kinds["crash"].get("crash").is_some_and(|&c| c > 0),
+        kinds["crash"]
+            .get(&Some(PluginFailure::Crash.into()))
+            .is_some_and(|&c| c > 0),
         "{:?}",
         kinds["crash"]
     );
     assert!(
-        kinds["crash"].get("verdict").is_some_and(|&c| c >= 2),
+        kinds["crash"].get(&None).is_some_and(|&c| c >= 2),
         "{:?}",
         kinds["crash"]
     );
     // The hanging one answered its first request per incarnation and timed out after.
     assert!(
-        kinds["hang"].get("timeout").is_some_and(|&c| c > 0),
+        kinds["hang"]
+            .get(&Some(PluginFailure::Timeout.into()))
+            .is_some_and(|&c| c > 0),
         "{:?}",
         kinds["hang"]
     );
     assert!(
-        kinds["hang"].get("verdict").is_some_and(|&c| c > 0),
+        kinds["hang"].get(&None).is_some_and(|&c| c > 0),
         "{:?}",
         kinds["hang"]
     );
     // Reasons and stderr tails are stored.
-    let crash = infra.iter().find(|e| e.kind == "crash").unwrap();
+    let crash = infra
+        .iter()
+        .find(|e| e.kind == PluginFailure::Crash.into())
+        .unwrap();
     assert!(crash.stderr_tail.contains("Traceback: boom"), "{crash:?}");
     assert!(crash.reason.contains("exited"), "{crash:?}");
-    let version = infra.iter().find(|e| e.kind == "protocol").unwrap();
+    let version = infra
+        .iter()
+        .find(|e| e.kind == PluginFailure::Protocol.into())
+        .unwrap();
     assert!(version.reason.contains("handshake"), "{version:?}");
     assert!(
         version.stderr_tail.contains("speaking version 2"),
@@ -216,7 +227,7 @@ timeout_ms = 5000
     );
     assert!(infra
         .iter()
-        .any(|e| e.kind == "timeout" && e.stderr_tail.contains("hanging")));
+        .any(|e| e.kind == PluginFailure::Timeout.into() && e.stderr_tail.contains("hanging")));
 
     // Recovery: the exec agent ran every `good` episode; every `garbage` episode is an
     // infrastructure error and is not stored as an episode.
@@ -497,7 +508,7 @@ async fn regression_an_agent_process_that_crashes_mid_phase_is_retried_not_score
     let row = &infra[0];
     assert!(
         row.policy == "harness"
-            && row.kind == "agent_process"
+            && row.kind == InfraKind::AgentProcess.into()
             && row.attempt == 1
             && row.item_key.starts_with("recovery/")
             && row.reason.contains("agent fell over once"),
@@ -637,7 +648,7 @@ fn regression_a_plugin_writing_an_endless_line_is_a_protocol_failure() {
     let e = pool
         .with_process(|p| p.request(serde_json::json!({"type": "judge", "evidence": {}})))
         .unwrap_err();
-    assert_eq!(e.kind.name(), "protocol", "{e:?}");
+    assert_eq!(e.kind, PluginFailure::Protocol, "{e:?}");
     assert!(
         e.reason
             .contains(&format!("over {} bytes", faultline::plugin::MAX_LINE_BYTES)),

@@ -13,7 +13,7 @@ use common::files;
 use faultline_analysis::db::ResultsDb;
 use faultline_tasks::decision::embedded_default;
 use faultline_tasks::seed::DEFAULT_ROOT_SEED;
-use faultline_tasks::{Layout, TaskKind};
+use faultline_tasks::{InfraKind, Layout, TaskKind};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -221,7 +221,7 @@ async fn model_episodes_end_as_they_should_and_replay_from_the_cassette_with_zer
         .iter()
         .find(|r| r.item_key.contains("/frame/") && r.item_key.ends_with("/002"))
         .expect("the hung episode is listed");
-    assert_eq!(hang.kind, "agent_endpoint");
+    assert_eq!(hang.kind, InfraKind::AgentEndpoint.into());
     assert!(hang.reason.contains("tim"), "{}", hang.reason);
     // A malformed reply ends the episode as a parse error, stored with its reason.
     let bad = ep("grid", 0);

@@ -27,19 +27,8 @@ impl ResultsDb {
         let mut stmt = self.conn.prepare(
             "SELECT item_key, policy, kind, reason, stderr_tail, attempt FROM infra_errors ORDER BY item_key, policy, attempt",
         )?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(InfraErrorRow {
-                    item_key: r.get(0)?,
-                    policy: r.get(1)?,
-                    kind: r.get(2)?,
-                    reason: r.get(3)?,
-                    stderr_tail: r.get(4)?,
-                    attempt: r.get(5)?,
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+        let rows = stmt.query_map([], |r| Ok(infra_error_row(r)))?;
+        collect(rows)
     }
 
     /// Every stored stage cost, by item and stage (none before version 4).
@@ -170,6 +159,25 @@ fn optional_column<T: FromStr<Err = E>, E: Display>(
     r.get::<_, Option<String>>(i)?
         .map(|text| parse_name(&text, table, key, name))
         .transpose()
+}
+
+fn infra_error_row(r: &Row<'_>) -> Result<InfraErrorRow> {
+    let key: String = r.get(0)?;
+    let policy: String = r.get(1)?;
+    Ok(InfraErrorRow {
+        kind: column(
+            r,
+            2,
+            "infra_errors",
+            &format!("{key}, policy {policy}"),
+            "kind",
+        )?,
+        item_key: key,
+        policy,
+        reason: r.get(3)?,
+        stderr_tail: r.get(4)?,
+        attempt: r.get(5)?,
+    })
 }
 
 fn stage_cost_row(r: &Row<'_>) -> Result<StageCostRow> {

@@ -2,7 +2,7 @@
 
 use super::CostStage;
 use faultline_faults::{Fault, Layer, Stage};
-use faultline_tasks::{Condition, Phase, StopReason, TaskKind, Verdict};
+use faultline_tasks::{Condition, InfraErrorKind, Phase, StopReason, TaskKind, Verdict};
 use serde::{Deserialize, Serialize};
 
 /// What one stage of one trial or episode cost (see schema version 4).
@@ -241,10 +241,9 @@ pub struct InfraErrorRow {
     pub item_key: String,
     /// The name of the policy that could not judge.
     pub policy: String,
-    /// The name of its [`InfraErrorKind`](faultline_tasks::InfraErrorKind): the harness's
-    /// own failure (`browser_died`, `unresponsive`, ...) or an external process's
-    /// (`spawn`, `crash`, `timeout`, `malformed`, `unknown_verdict`, `protocol`).
-    pub kind: String,
+    /// What failed: the harness's own machinery (`browser_died`, `unresponsive`, ...) or
+    /// an external process (`spawn`, `crash`, `timeout`, ...); stored by name.
+    pub kind: InfraErrorKind,
     /// What went wrong, in words.
     pub reason: String,
     /// The last bytes the process wrote to stderr.

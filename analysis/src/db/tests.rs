@@ -1,6 +1,8 @@
 use super::*;
 use faultline_faults::{Fault, Layer, Stage};
-use faultline_tasks::{Condition, Phase, StopReason, TaskKind, Verdict};
+use faultline_tasks::{
+    Condition, InfraErrorKind, Phase, PluginFailure, StopReason, TaskKind, Verdict,
+};
 use rusqlite::Connection;
 use std::path::Path;
 
@@ -306,7 +308,7 @@ fn infra_errors_are_stored_with_their_trial_and_read_back() {
     let e = InfraErrorRow {
         item_key: "a".into(),
         policy: "mine".into(),
-        kind: "crash".into(),
+        kind: PluginFailure::Crash.into(),
         reason: "exited with status 3".into(),
         stderr_tail: "Traceback".into(),
         attempt: 1,
@@ -331,6 +333,51 @@ fn infra_errors_are_stored_with_their_trial_and_read_back() {
     version_1_database(&v1);
     let ro = ResultsDb::open_read_only(&v1).unwrap();
     assert!(ro.infra_errors().unwrap().is_empty());
+}
+
+#[test]
+fn every_infrastructure_error_kind_is_stored_by_name_and_an_unknown_one_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut db = ResultsDb::open(&dir.path().join("r.sqlite")).unwrap();
+    let rows: Vec<InfraErrorRow> = InfraErrorKind::ALL
+        .into_iter()
+        .map(|kind| InfraErrorRow {
+            item_key: format!("detection/grid/000/{kind}"),
+            policy: "mine".into(),
+            kind,
+            reason: String::new(),
+            stderr_tail: String::new(),
+            attempt: 1,
+        })
+        .collect();
+    db.insert_infra_errors(&rows).unwrap();
+    // The column holds the kind's name, the text it held when it was a string.
+    let stored: Vec<(String, String)> = db
+        .conn
+        .prepare("SELECT item_key, kind FROM infra_errors")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(stored.len(), InfraErrorKind::ALL.len());
+    for (key, kind) in stored {
+        assert_eq!(key, format!("detection/grid/000/{kind}"));
+    }
+    let mut read = db.infra_errors().unwrap();
+    read.sort_by_key(|r| r.kind);
+    assert_eq!(read, rows);
+    let spawn = InfraErrorKind::from(PluginFailure::Spawn);
+    db.conn
+        .execute_batch(&format!(
+            "UPDATE infra_errors SET kind = 'segfault' WHERE item_key = 'detection/grid/000/{spawn}'"
+        ))
+        .unwrap();
+    let e = db.infra_errors().unwrap_err().to_string();
+    let want = format!(
+        "infra_errors `detection/grid/000/{spawn}, policy mine`: column `kind` holds `segfault`: unknown infrastructure error kind `segfault`"
+    );
+    assert!(e.starts_with(&want), "{e}");
 }
 
 #[test]

@@ -240,7 +240,14 @@ fn insert_infra(tx: &rusqlite::Transaction<'_>, e: &InfraErrorRow) -> Result<()>
     )?;
     tx.execute(
         "INSERT INTO infra_errors (item_key, policy, kind, reason, stderr_tail, attempt) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![e.item_key, e.policy, e.kind, e.reason, e.stderr_tail, e.attempt.max(next)],
+        params![
+            e.item_key,
+            e.policy,
+            e.kind.name(),
+            e.reason,
+            e.stderr_tail,
+            e.attempt.max(next)
+        ],
     )
     .with_context(|| format!("storing the infrastructure error of {} on {}", e.policy, e.item_key))?;
     Ok(())

@@ -10,6 +10,7 @@ use crate::compare::{paired_outcomes, PairedOutcomes};
 use crate::config::AnalysisConfig;
 use anyhow::{bail, Result};
 use faultline_tasks::seed::derive_analysis;
+use faultline_tasks::InfraErrorKind;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Refuses rules that select nothing: a floor whose filters, or an `allow_missing` entry
@@ -175,19 +176,20 @@ fn missing_cell(
             detail: format!("the candidate did not run policy `{policy}`"),
         }
     } else {
-        let infra: BTreeMap<&str, &str> = candidate
+        let infra: BTreeMap<&str, InfraErrorKind> = candidate
             .infra_errors
             .iter()
             .filter(|e| e.policy == policy)
-            .map(|e| (e.key.as_str(), e.kind.as_str()))
+            .map(|e| (e.key.as_str(), e.kind))
             .collect();
         let trials = by_key(candidate);
         let episodes: BTreeSet<&str> = candidate.episodes.iter().map(|e| e.key.as_str()).collect();
+        // By name: the detail lists the kinds alphabetically.
         let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
         let (mut unmeasured, mut no_verdict, mut absent) = (0, 0, 0);
         for item in ours {
             if let Some(kind) = infra.get(item.key) {
-                *kinds.entry(kind).or_default() += 1;
+                *kinds.entry(kind.name()).or_default() += 1;
                 continue;
             }
             let (present, judged) = match metric {

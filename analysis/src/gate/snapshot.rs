@@ -6,7 +6,7 @@
 use crate::config::run_policies;
 use crate::db::{GateIdentity, ResultsDb};
 use anyhow::{anyhow, bail, Context, Result};
-use faultline_tasks::{Condition, Phase, Verdict};
+use faultline_tasks::{Condition, InfraErrorKind, Phase, Verdict};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -80,8 +80,8 @@ pub struct InfraError {
     pub key: String,
     /// The policy that could not judge.
     pub policy: String,
-    /// The last attempt's kind (`spawn`, `crash`, `timeout`, `malformed`, ...).
-    pub kind: String,
+    /// The last attempt's kind (`spawn`, `crash`, `timeout`, `malformed`, ...), by name.
+    pub kind: InfraErrorKind,
 }
 
 /// A run as the gate sees it (and as a baseline file stores it).
@@ -162,7 +162,7 @@ impl Snapshot {
             .flat_map(|t| t.verdicts.keys().map(|p| (t.key.as_str(), p.as_str())))
             .chain(episodes.iter().map(|e| (e.key.as_str(), e.policy.as_str())))
             .collect();
-        let mut infra: BTreeMap<(String, String), String> = BTreeMap::new();
+        let mut infra: BTreeMap<(String, String), InfraErrorKind> = BTreeMap::new();
         for e in db.infra_errors()? {
             if policies.contains(&e.policy)
                 && !judged.contains(&(e.item_key.as_str(), e.policy.as_str()))

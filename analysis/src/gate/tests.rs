@@ -3,7 +3,7 @@ use crate::db::manifest::RecoveryDesign;
 use crate::db::tests::{row, verdict};
 use crate::db::{GateIdentity, Manifest, ResultsDb};
 use faultline_faults::Fault;
-use faultline_tasks::{TaskKind, Verdict};
+use faultline_tasks::{InfraErrorKind, PluginFailure, TaskKind, Verdict};
 use std::collections::BTreeMap;
 
 const FRAME_FAULT: &str = "feedback.iframe_no_change";
@@ -567,7 +567,7 @@ fn regression_a_verifier_that_crashed_on_every_trial_fails_its_cells_and_floors(
         .map(|t| InfraError {
             key: t.key.clone(),
             policy: "outcome".into(),
-            kind: "crash".into(),
+            kind: PluginFailure::Crash.into(),
         })
         .collect();
     b.episodes
@@ -693,7 +693,7 @@ fn regression_a_databases_infrastructure_errors_reach_the_gate() {
     db.set_manifest(&manifest(2)).unwrap();
     db.set_meta("policies", r#"["outcome", "changed"]"#)
         .unwrap();
-    let infra = |key: &str, policy: &str, kind: &str| InfraErrorRow {
+    let infra = |key: &str, policy: &str, kind: PluginFailure| InfraErrorRow {
         item_key: key.into(),
         policy: policy.into(),
         kind: kind.into(),
@@ -707,9 +707,9 @@ fn regression_a_databases_infrastructure_errors_reach_the_gate() {
         &row(key),
         &[verdict(key, "outcome", "fail")],
         &[
-            infra(key, "changed", "crash"),
-            infra(key, "changed", "timeout"),
-            infra(key, "harness", "crash"),
+            infra(key, "changed", PluginFailure::Crash),
+            infra(key, "changed", PluginFailure::Timeout),
+            infra(key, "harness", PluginFailure::Crash),
         ],
     )
     .unwrap();
@@ -718,7 +718,7 @@ fn regression_a_databases_infrastructure_errors_reach_the_gate() {
     db.insert_trial_with_infra(
         &row(judged),
         &[verdict(judged, "outcome", "fail")],
-        &[infra(judged, "outcome", "crash")],
+        &[infra(judged, "outcome", PluginFailure::Crash)],
     )
     .unwrap();
     drop(db);
@@ -728,11 +728,39 @@ fn regression_a_databases_infrastructure_errors_reach_the_gate() {
         [InfraError {
             key: key.into(),
             policy: "changed".into(),
-            kind: "timeout".into()
+            kind: PluginFailure::Timeout.into()
         }]
     );
     // They travel in the baseline file.
     assert_eq!(Snapshot::from_json("b.json", &s.to_json()).unwrap(), s);
+}
+
+/// A baseline file stores an infrastructure error's kind by its name, as when the kind
+/// was a string: a file written then reads back as the kind, and is written again byte
+/// for byte.
+#[test]
+fn baseline_files_store_infrastructure_error_kinds_by_name() {
+    let mut s = snapshot(2, false);
+    s.infra_errors = vec![InfraError {
+        key: "detection/grid/001/working".into(),
+        policy: "outcome".into(),
+        kind: PluginFailure::Timeout.into(),
+    }];
+    let text = s.to_json();
+    let entry = "{\n      \"key\": \"detection/grid/001/working\",\n      \"policy\": \"outcome\",\n      \"kind\": \"timeout\"\n    }";
+    assert!(text.contains(entry), "{text}");
+    for kind in InfraErrorKind::ALL {
+        let old = text.replace("\"kind\": \"timeout\"", &format!("\"kind\": \"{kind}\""));
+        let read = Snapshot::from_json("old.json", &old).unwrap();
+        assert_eq!(read.infra_errors[0].kind, kind);
+        assert_eq!(read.to_json(), old);
+    }
+    let unknown = text.replace("\"kind\": \"timeout\"", "\"kind\": \"segfault\"");
+    let e = format!(
+        "{:#}",
+        Snapshot::from_json("old.json", &unknown).unwrap_err()
+    );
+    assert!(e.contains("segfault"), "{e}");
 }
 
 /// The gate pairs runs by the run record's gate identity: a candidate whose manifest

@@ -290,7 +290,7 @@ pub(crate) fn infra_row(key: &str, kind: InfraKind, reason: &str) -> InfraErrorR
     InfraErrorRow {
         item_key: key.to_string(),
         policy: HARNESS.to_string(),
-        kind: kind.name().to_string(),
+        kind: kind.into(),
         reason: reason.to_string(),
         stderr_tail: String::new(),
         attempt: 0,

@@ -103,6 +103,6 @@ pub async fn run(
 fn replay_misses(failures: &[InfraErrorRow]) -> usize {
     failures
         .iter()
-        .filter(|f| f.kind == InfraKind::AgentEndpoint.name() && is_replay_miss(&f.reason))
+        .filter(|f| f.kind == InfraKind::AgentEndpoint.into() && is_replay_miss(&f.reason))
         .count()
 }

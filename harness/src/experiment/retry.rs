@@ -73,7 +73,7 @@ where
         failures.push(InfraErrorRow {
             item_key: key.to_string(),
             policy: HARNESS.to_string(),
-            kind: f.kind.name().to_string(),
+            kind: f.kind.into(),
             reason: f.reason.clone(),
             stderr_tail: String::new(),
             attempt: n,

@@ -497,7 +497,7 @@ mod tests {
             .map(|k| faultline_analysis::db::InfraErrorRow {
                 item_key: k.to_string(),
                 policy: faultline_analysis::infra::HARNESS.into(),
-                kind: "browser_died".into(),
+                kind: faultline_tasks::InfraKind::BrowserDied.into(),
                 reason: "the browser process exited".into(),
                 stderr_tail: String::new(),
                 attempt: 3,

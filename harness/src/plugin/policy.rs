@@ -5,7 +5,7 @@ use super::{PluginSpec, Pool};
 use faultline_policies::{
     Evidence, InfraError, Judgement, PolicyOutcome, Registry, Verdict, VerificationPolicy,
 };
-use faultline_tasks::{InfraErrorKind, PluginFailure, Size};
+use faultline_tasks::{PluginFailure, Size};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -177,7 +177,7 @@ pub fn infra_row(
     faultline_analysis::db::InfraErrorRow {
         item_key: item_key.into(),
         policy: policy.into(),
-        kind: InfraErrorKind::from(e.kind).name().to_string(),
+        kind: e.kind.into(),
         reason: e.reason.clone(),
         stderr_tail: e.stderr_tail.clone(),
         attempt: e.attempt.max(1),
