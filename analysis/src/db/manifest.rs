@@ -84,6 +84,11 @@ pub struct RecoveryDesign {
     pub agents: Vec<String>,
     /// Browser actions an agent may take after the replayed decision.
     pub budget: u32,
+    /// The agents whose replies cannot differ between runs of the same item, as they said
+    /// when the run started (empty in runs made before agents said so: every item then
+    /// ran `runs` times).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deterministic: Vec<String>,
     /// The recovery experiment's faults.
     pub faults: Vec<Fault>,
     /// Layouts per task.
@@ -92,8 +97,28 @@ pub struct RecoveryDesign {
     pub max_steps: u32,
     /// The policies whose messages agents are given.
     pub policies: Vec<String>,
-    /// Repetitions of every (task, fault, policy, agent, layout).
+    /// Repetitions of every (task, fault, policy, agent, layout) where something can
+    /// differ between them (see [`RecoveryDesign::runs_for`]).
     pub runs: u32,
+}
+
+impl RecoveryDesign {
+    /// Whether `agent` said its replies cannot differ between runs of the same item.
+    pub fn is_deterministic(&self, agent: &str) -> bool {
+        self.deterministic.iter().any(|a| a == agent)
+    }
+
+    /// How many runs each (task, policy, layout) of `agent` under `fault` gets: `runs`,
+    /// unless nothing can differ between them — the agent is deterministic and the fault
+    /// draws no parameter from the episode's seed (which differs per run) — when a repeat
+    /// would replay the first run and one is enough.
+    pub fn runs_for(&self, agent: &str, fault: Fault) -> u32 {
+        if self.is_deterministic(agent) && !fault.draws_parameters() {
+            1
+        } else {
+            self.runs
+        }
+    }
 }
 
 /// Shard `index` of `count`, 1-based: which part of a run a directory holds.
@@ -251,6 +276,10 @@ impl GateIdentity {
                 let mut v = serde_json::to_value(r).expect("the recovery design serializes");
                 if let Some(o) = v.as_object_mut() {
                     o.remove("policies");
+                    // With one run an agent's determinism plans no other items.
+                    if r.runs == 1 {
+                        o.remove("deterministic");
+                    }
                 }
                 v
             }
@@ -300,6 +329,7 @@ mod tests {
             recovery: Some(RecoveryDesign {
                 agents: vec!["trusting".into()],
                 budget: 3,
+                deterministic: vec!["trusting".into()],
                 faults: vec![Fault::UnscaledCoordinates],
                 layouts: 5,
                 max_steps: 8,

@@ -6,6 +6,7 @@
 use super::{shard, RunRequest};
 use crate::agent::Agent;
 use anyhow::Result;
+use faultline_analysis::db::manifest::{Manifest, RecoveryDesign};
 use faultline_faults::Fault;
 use faultline_tasks::seed::derive;
 use faultline_tasks::{Decision, DecisionSet};
@@ -155,20 +156,65 @@ impl EpisodeTask {
     }
 }
 
+/// The recovery design a run plans its episodes by: the config's, with the agents that
+/// say their replies cannot differ between runs. A resumed run keeps the design it
+/// stored, so its items keep their keys whatever an agent says now.
+pub async fn recovery_design(
+    config: &crate::config::ExperimentConfig,
+    agents: &[Arc<dyn Agent>],
+    stored: Option<&Manifest>,
+) -> Result<RecoveryDesign> {
+    if let Some(m) = stored {
+        return Ok(m
+            .recovery
+            .clone()
+            .unwrap_or_else(|| design(config, Vec::new())));
+    }
+    let mut deterministic = Vec::new();
+    for agent in agents {
+        // An `exec` agent asks its process, which blocks.
+        let asked = agent.clone();
+        if tokio::task::spawn_blocking(move || asked.deterministic()).await? {
+            deterministic.push(agent.name().to_string());
+        }
+    }
+    Ok(design(config, deterministic))
+}
+
+/// The config's recovery design with `deterministic` as the agents that said so.
+pub fn design(
+    config: &crate::config::ExperimentConfig,
+    deterministic: Vec<String>,
+) -> RecoveryDesign {
+    let rc = &config.recovery;
+    RecoveryDesign {
+        agents: rc.agents.clone(),
+        budget: rc.limits.budget,
+        deterministic,
+        faults: rc.faults.clone(),
+        layouts: rc.layouts,
+        max_steps: rc.limits.max_steps,
+        policies: rc.policies.clone(),
+        runs: rc.runs,
+    }
+}
+
 /// Every episode of the recovery phase, in a fixed order.
 pub fn episodes(
     config: &crate::config::ExperimentConfig,
     decisions: &DecisionSet,
     agents: &[Arc<dyn Agent>],
+    design: &RecoveryDesign,
 ) -> Vec<EpisodeTask> {
     let rc = &config.recovery;
     // Fixed before any agent call: for every agent, the first `layouts` layouts of every
-    // task, every (task, fault) pair, every policy, every run.
+    // task, every (task, fault) pair, every policy, every run that can differ from the
+    // first (a run keeps its key whether or not the others are run).
     let mut tasks = Vec::new();
     for agent in agents {
         for (task, fault) in config.recovery_pairs() {
             for policy in &rc.policies {
-                for run in 0..rc.runs {
+                for run in 0..design.runs_for(agent.name(), fault) {
                     for index in 0..rc.layouts {
                         let Some(decision) = decisions.find(task, config.seed, index) else {
                             continue;

@@ -308,9 +308,10 @@ async fn run_with(
 
     // Every item of the run, fixed by the config; a shard keeps its part.
     let mut specs = items::specs(config, &decisions.0);
-    let mut episodes = items::episodes(config, &decisions.0, agents);
+    let design = items::recovery_design(config, agents, db.manifest()?.as_ref()).await?;
+    let mut episodes = items::episodes(config, &decisions.0, agents, &design);
     let shard_items = keep_shard(req, &mut specs, &mut episodes)?;
-    store_manifest(req, db, &decisions, chromium_version, shard_items)?;
+    store_manifest(req, db, &decisions, chromium_version, shard_items, &design)?;
 
     let shots = req.out.join("shots");
     std::fs::create_dir_all(&shots)?;
