@@ -275,3 +275,93 @@ pub(crate) fn keep_shard(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::trusting::TrustingAgent;
+    use crate::agent::{AgentError, AgentReply, AgentView};
+    use faultline_tasks::TaskKind;
+    use futures::future::BoxFuture;
+    use std::collections::BTreeSet;
+
+    /// An agent that cannot vouch for itself (the trait's default).
+    struct Unsure;
+
+    impl Agent for Unsure {
+        fn name(&self) -> &str {
+            "unsure"
+        }
+
+        fn reply<'a>(&'a self, _: AgentView<'a>) -> BoxFuture<'a, Result<AgentReply, AgentError>> {
+            Box::pin(async { Ok(AgentReply::text("stop()")) })
+        }
+    }
+
+    /// The default config on the grid, two layouts, `runs = 3`, with the grid's reference
+    /// fault (it draws nothing from the seed) and `layout.target_shift` (it does).
+    fn config() -> crate::config::ExperimentConfig {
+        let text = crate::config::load_text(None).unwrap();
+        let mut c = crate::config::resolve(&text, &crate::config::Overrides::default()).unwrap();
+        c.tasks = vec![TaskKind::Grid];
+        c.recovery.layouts = 2;
+        c.recovery.runs = 3;
+        c.recovery.faults = vec![
+            Fault::reference_for(TaskKind::Grid).unwrap(),
+            Fault::TargetShift,
+        ];
+        c
+    }
+
+    #[tokio::test]
+    async fn a_deterministic_agent_runs_once_only_where_nothing_else_differs_and_keeps_its_keys() {
+        let c = config();
+        let decisions = faultline_tasks::decision::embedded_default().unwrap();
+        let agents: Vec<Arc<dyn Agent>> = vec![Arc::new(TrustingAgent), Arc::new(Unsure)];
+        let asked = recovery_design(&c, &agents, None).await.unwrap();
+        assert_eq!(asked.deterministic, ["trusting"]);
+        let planned = episodes(&c, &decisions, &agents, &asked);
+        let count = |agent: &str, fault: Fault| {
+            planned
+                .iter()
+                .filter(|e| e.agent.name() == agent && e.fault == fault)
+                .count()
+        };
+        let (reference, shift) = (c.recovery.faults[0], Fault::TargetShift);
+        let per_run = 2 * c.recovery.policies.len();
+        assert_eq!(count("trusting", reference), per_run);
+        assert!(planned
+            .iter()
+            .filter(|e| e.agent.name() == "trusting" && e.fault == reference)
+            .all(|e| e.run == 0 && e.key.contains("/r0/")));
+        assert_eq!(count("trusting", shift), 3 * per_run);
+        assert_eq!(count("unsure", reference), 3 * per_run);
+        assert_eq!(count("unsure", shift), 3 * per_run);
+        // The episodes kept are those every run would have had, under the same keys.
+        let all = episodes(&c, &decisions, &agents, &design(&c, Vec::new()));
+        let all: BTreeSet<&str> = all.iter().map(|e| e.key()).collect();
+        assert!(planned.iter().all(|e| all.contains(e.key())));
+
+        // A resumed run plans by the design it stored, whatever its agents say now.
+        let stored = Manifest {
+            chromium_version: "HeadlessChrome".into(),
+            config_as_passed: None,
+            config_resolved: serde_json::Value::Null,
+            decisions: "committed".into(),
+            decisions_sha256: None,
+            faultline_version: "0.1.0".into(),
+            faults: c.faults.clone(),
+            git_commit: "unknown".into(),
+            layouts: c.layouts,
+            merged_shards: None,
+            policies: c.policies.clone(),
+            recovery: Some(design(&c, vec!["unsure".into()])),
+            root_seed: c.seed,
+            settle: None,
+            shard: None,
+            tasks: c.tasks.clone(),
+        };
+        let resumed = recovery_design(&c, &agents, Some(&stored)).await.unwrap();
+        assert_eq!(resumed.deterministic, ["unsure"]);
+    }
+}

@@ -7,7 +7,8 @@
 //!   recorded by the oracle into the run directory);
 //! - [`items`]: the run's plan, fixed by the config before anything runs: the detection
 //!   phase's trials (every decision with each of its faults and once clean), the
-//!   recovery phase's episodes (decision x fault x policy x run), a shard's part;
+//!   recovery phase's episodes (decision x fault x policy x run, one run where nothing
+//!   can differ between runs), a shard's part;
 //! - [`detection`], [`recovery`]: running each phase's pending items;
 //! - [`store`]: storing results as rows (the manifest, then every finished trial or
 //!   episode with its screenshots, verdicts, steps, infrastructure errors and costs);
