@@ -11,8 +11,12 @@ It speaks the faultline.agent protocol, version 1: JSON lines on stdin and stdou
 
 and answers
 
-    {"protocol": "faultline.agent", "version": 1}
+    {"protocol": "faultline.agent", "version": 1, "deterministic": true}
     {"id": 1, "reply": "click(120, 44)", "format": "faultline"}
+
+`deterministic` says the same view always gets the same reply (true here: the rules read
+nothing but the view), so faultline runs each episode once instead of `[recovery] runs`
+times unless its fault draws parameters from the run's seed.
 
 Rules, in order:
 1. a chart task ("report its value"): if the observation text shows "<label>: <digits>",
@@ -56,7 +60,7 @@ def main():
             continue
         msg = json.loads(line)
         if "protocol" in msg:
-            answer = {"protocol": "faultline.agent", "version": 1}
+            answer = {"protocol": "faultline.agent", "version": 1, "deterministic": True}
         else:
             answer = {"id": msg.get("id"), "reply": act(msg["view"]), "format": "faultline"}
         sys.stdout.write(json.dumps(answer) + "\n")

@@ -71,6 +71,7 @@ fn synthetic_run(dir: &Path, layouts: u32) -> Result<()> {
         recovery: Some(RecoveryDesign {
             agents: vec!["oracle".into()],
             budget: 3,
+            deterministic: Vec::new(),
             faults,
             layouts: 10,
             max_steps: 4,

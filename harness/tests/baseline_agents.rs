@@ -3,17 +3,23 @@
 //! hover worked. The trusting agent believes it and stops (not recovered); the observant
 //! agent sees no value in its observation, waits, and answers what then shows
 //! (recovered, per the ledger).
+//!
+//! Both say they are deterministic, so recovery runs each of their episodes once where the
+//! fault draws nothing from the run's seed; a test here runs a sample three times, under
+//! the seeds the three runs would have, and checks that nothing the agent saw or did
+//! differs.
 
 mod common;
 
 use faultline::agent::observant::ObservantAgent;
 use faultline::agent::trusting::TrustingAgent;
 use faultline::agent::Agent;
+use faultline::engine::episode::EpisodeResult;
 use faultline::engine::episode::{run_episode, EpisodeLimits, EpisodeSpec, StopReason};
 use faultline_faults::{Fault, FaultPlan};
 use faultline_policies::{Registry, Verdict};
 use faultline_tasks::decision::embedded_default;
-use faultline_tasks::seed::DEFAULT_ROOT_SEED;
+use faultline_tasks::seed::{derive, DEFAULT_ROOT_SEED};
 use faultline_tasks::{Action, TaskKind};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -66,5 +72,94 @@ async fn under_unverified_the_observant_agent_recovers_an_early_capture_and_the_
         );
         assert!(matches!(agent_actions.last(), Some(Action::Answer { .. })));
     }
+    h.shutdown().await;
+}
+
+/// What an episode's agent saw and did, step by step, and how it ended: everything but
+/// clocks (durations, page-clock instants in witnesses and the ledger) and screenshot
+/// bytes (a few anti-aliased pixels differ between captures of one page).
+fn transcript(r: &EpisodeResult) -> String {
+    let mut out = format!(
+        "stop {:?}; error {:?}; browser actions {}; fired {}; truth {} ({}); first verdict {:?}\n",
+        r.stop_reason,
+        r.error,
+        r.browser_actions,
+        r.fired,
+        r.truth.achieved,
+        r.truth.detail,
+        r.first_verdict,
+    );
+    for s in &r.steps {
+        out.push_str(&format!(
+            "step {}: reply {:?}; parse error {:?}; actions {:?}; executed {}; tool {:?}; feedback {:?}; seen {:?}; witness {:?}; truth {}\n",
+            s.step,
+            s.reply,
+            s.parse_error,
+            s.actions,
+            s.executed_json,
+            s.tool_message,
+            s.feedback,
+            s.observation.as_ref().map(|o| &o.text),
+            s.witness.as_ref().map(|w| &w.fault),
+            s.truth.achieved,
+        ));
+    }
+    out
+}
+
+/// Guards the claim recovery plans by: a deterministic built-in agent's three runs of an
+/// item are one run three times. Each task's reference fault (none draws a parameter), on
+/// its first layout, under a policy that believes the tool and one that checks the
+/// outcome, is run under the seeds of runs r0, r1 and r2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_built_in_agents_give_the_same_transcript_in_every_run_of_an_item() {
+    let h = common::harness().await;
+    let set = embedded_default().unwrap();
+    let agents: [&'static dyn Agent; 2] = [&TrustingAgent, &ObservantAgent];
+    let mut compared = 0;
+    for task in [
+        TaskKind::Search,
+        TaskKind::Grid,
+        TaskKind::Frame,
+        TaskKind::Chart,
+    ] {
+        let fault = Fault::reference_for(task).unwrap();
+        assert!(!fault.draws_parameters(), "{}", fault.id());
+        let decision = set.find(task, DEFAULT_ROOT_SEED, 0).unwrap();
+        for policy in ["unverified", "outcome"] {
+            let judge = Registry::default().build(policy).unwrap();
+            for agent in agents {
+                assert!(agent.deterministic(), "{}", agent.name());
+                let mut runs = Vec::new();
+                for run in 0..3 {
+                    let key = format!(
+                        "recovery/{task}/{}/{policy}/{}/r{run}/000",
+                        fault.id(),
+                        agent.name()
+                    );
+                    let seed = derive(DEFAULT_ROOT_SEED, &["episode", &key]);
+                    let spec = EpisodeSpec {
+                        decision,
+                        fault: FaultPlan::new(fault, seed),
+                        policy: judge.as_ref(),
+                        agent,
+                        limits: EpisodeLimits::default(),
+                        seed,
+                    };
+                    runs.push(transcript(&run_episode(&h.env, &spec).await.unwrap()));
+                }
+                let what = format!("{task}, {}, {policy}, {}", fault.id(), agent.name());
+                assert!(
+                    runs[0].contains("step 1:"),
+                    "{what}: the agent acted:\n{}",
+                    runs[0]
+                );
+                assert_eq!(runs[0], runs[1], "{what}: runs 0 and 1 differ");
+                assert_eq!(runs[0], runs[2], "{what}: runs 0 and 2 differ");
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, 16);
     h.shutdown().await;
 }

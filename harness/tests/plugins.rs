@@ -751,3 +751,43 @@ fn regression_a_plugins_detached_children_do_not_outlive_the_run() {
     }
     assert!(survivors.is_empty(), "outlived the run: {survivors:?}");
 }
+
+/// An exec agent is deterministic only when its handshake says so: `true` is believed,
+/// an absent claim means its runs can differ, and a claim that is not a boolean is a
+/// protocol error (so not believed either). The process that answered is kept for the
+/// first reply.
+#[test]
+fn an_exec_agent_is_deterministic_only_when_its_handshake_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = |claim: &str| {
+        let script = dir.path().join(format!("agent_{}.py", claim.len()));
+        std::fs::write(
+            &script,
+            format!(
+                "import json, sys\nfor line in sys.stdin:\n    msg = json.loads(line)\n    if 'protocol' in msg:\n        print(json.dumps({{'protocol': 'faultline.agent', 'version': 1{claim}}}), flush=True)\n    else:\n        print(json.dumps({{'id': msg['id'], 'reply': 'stop()'}}), flush=True)\n"
+            ),
+        )
+        .unwrap();
+        ExecAgent::new(PluginSpec {
+            name: "exec".into(),
+            command: vec!["python3".into(), script.display().to_string()],
+            timeout_ms: 20000,
+        })
+    };
+    let declared = agent(", 'deterministic': True");
+    assert!(declared.deterministic());
+    assert!(declared.deterministic());
+    assert_eq!(declared.pool().started(), 1, "one process answered both");
+    let silent = agent("");
+    assert!(!silent.deterministic());
+    let wrong = agent(", 'deterministic': 'yes'");
+    assert!(!wrong.deterministic());
+    let e = wrong
+        .pool()
+        .with_process(|_| Ok(()))
+        .expect_err("a non-boolean claim fails the handshake");
+    assert!(
+        e.reason.contains("`deterministic` must be true or false"),
+        "{e:?}"
+    );
+}

@@ -22,7 +22,9 @@ jobs = 2
 enabled = true
 layouts = 2
 policies = ["unverified", "outcome"]
-runs = 1
+# The agent is deterministic and the reference faults draw nothing from the seed: every
+# episode runs once, and every shard must plan it so.
+runs = 3
 agent = "scripted"
 "#;
 
@@ -80,6 +82,20 @@ fn shards_merge_into_the_unsharded_run_and_the_gate_judges_runs() {
     let stdout = ok(&["run", "--config", s(&cfg), "--out", s(&whole)]);
     assert!(stdout.contains("detection:"), "{stdout}");
     let reference = tables(&whole);
+    let report = std::fs::read_to_string(whole.join("report.md")).unwrap();
+    assert!(
+        report.contains("agent(s): trusting: deterministic, 1 run per item."),
+        "{report}"
+    );
+    let runs: Vec<String> = {
+        let c = rusqlite::Connection::open(whole.join("results.sqlite")).unwrap();
+        let mut q = c
+            .prepare("SELECT DISTINCT run FROM episodes ORDER BY run")
+            .unwrap();
+        let rows = q.query_map([], |r| r.get::<_, i64>(0)).unwrap();
+        rows.map(|r| r.unwrap().to_string()).collect()
+    };
+    assert_eq!(runs, ["0"], "one run per item");
 
     // 1, 3 and 7 shards; in the 3-shard run, shard 2 is killed mid-way and run again.
     for n in [1u32, 3, 7] {

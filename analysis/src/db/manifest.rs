@@ -12,8 +12,8 @@
 //! | rule | used by | includes | leaves out, and why |
 //! |---|---|---|---|
 //! | [`resume_identity`] | `--resume` | the whole resolved config: seed, layouts, tasks, policies, decisions, faults, timing (settle mode and its waits), viewport and image, recovery design and limits, model endpoint, plugins | how items are scheduled and kept alive (`jobs`, `liveness`, `isolation`), where the config and Chromium came from (`source`, `chromium`) and where model replies come from (`cassette`): none of them changes what an item measures, and a recorded run must resume from its cassette |
-//! | [`Manifest::merge_mismatch`] | `faultline merge` | the resume identity of every shard, plus the build that ran it (`faultline_version`, `git_commit`), the Chromium it drove, the decisions' content hash and the root seed | nothing: shards are one run cut in pieces, so everything that could make their rows differ must agree |
-//! | [`GateIdentity`] | `faultline gate` | what makes items pair up: root seed, layouts, tasks, faults, the decisions' content, the recovery design without its policy list | policies (a candidate may add one; the gate's rules say which must be there), and everything a harness team changes on purpose: its build, its Chromium, its **timing**. The settle mode is carried and a difference is reported beside the Chromium version, but it does not make runs incomparable: a change of settle timing is exactly the kind of change a gate is there to judge |
+//! | [`Manifest::merge_mismatch`] | `faultline merge` | the resume identity of every shard, plus the build that ran it (`faultline_version`, `git_commit`), the Chromium it drove, the decisions' content hash, the root seed and the agents that said they were deterministic (they decide which episodes exist) | nothing: shards are one run cut in pieces, so everything that could make their rows differ must agree |
+//! | [`GateIdentity`] | `faultline gate` | what makes items pair up: root seed, layouts, tasks, faults, the decisions' content, the recovery design without its policy list (and, with one run, without its deterministic agents: they then change no item) | policies (a candidate may add one; the gate's rules say which must be there), and everything a harness team changes on purpose: its build, its Chromium, its **timing**. The settle mode is carried and a difference is reported beside the Chromium version, but it does not make runs incomparable: a change of settle timing is exactly the kind of change a gate is there to judge |
 
 use faultline_faults::Fault;
 use faultline_tasks::TaskKind;
@@ -84,6 +84,11 @@ pub struct RecoveryDesign {
     pub agents: Vec<String>,
     /// Browser actions an agent may take after the replayed decision.
     pub budget: u32,
+    /// The agents whose replies cannot differ between runs of the same item, as they said
+    /// when the run started (empty in runs made before agents said so: every item then
+    /// ran `runs` times).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deterministic: Vec<String>,
     /// The recovery experiment's faults.
     pub faults: Vec<Fault>,
     /// Layouts per task.
@@ -92,8 +97,28 @@ pub struct RecoveryDesign {
     pub max_steps: u32,
     /// The policies whose messages agents are given.
     pub policies: Vec<String>,
-    /// Repetitions of every (task, fault, policy, agent, layout).
+    /// Repetitions of every (task, fault, policy, agent, layout) where something can
+    /// differ between them (see [`RecoveryDesign::runs_for`]).
     pub runs: u32,
+}
+
+impl RecoveryDesign {
+    /// Whether `agent` said its replies cannot differ between runs of the same item.
+    pub fn is_deterministic(&self, agent: &str) -> bool {
+        self.deterministic.iter().any(|a| a == agent)
+    }
+
+    /// How many runs each (task, policy, layout) of `agent` under `fault` gets: `runs`,
+    /// unless nothing can differ between them — the agent is deterministic and the fault
+    /// draws no parameter from the episode's seed (which differs per run) — when a repeat
+    /// would replay the first run and one is enough.
+    pub fn runs_for(&self, agent: &str, fault: Fault) -> u32 {
+        if self.is_deterministic(agent) && !fault.draws_parameters() {
+            1
+        } else {
+            self.runs
+        }
+    }
 }
 
 /// Shard `index` of `count`, 1-based: which part of a run a directory holds.
@@ -201,6 +226,12 @@ impl Manifest {
             .into_iter()
             .map(|(name, a, b)| (name, json(a), json(b)))
             .find(|(_, a, b)| a != b)
+            .or_else(|| {
+                // Which agents run once decides which episodes exist at all.
+                let of = |m: &Manifest| json(&m.recovery.as_ref().map(|r| &r.deterministic));
+                let (a, b) = (of(self), of(other));
+                (a != b).then_some(("recovery.deterministic", a, b))
+            })
     }
 
     /// The manifest of the run merged from shards whose first manifest is `self`: the
@@ -251,6 +282,10 @@ impl GateIdentity {
                 let mut v = serde_json::to_value(r).expect("the recovery design serializes");
                 if let Some(o) = v.as_object_mut() {
                     o.remove("policies");
+                    // With one run an agent's determinism plans no other items.
+                    if r.runs == 1 {
+                        o.remove("deterministic");
+                    }
                 }
                 v
             }
@@ -300,6 +335,7 @@ mod tests {
             recovery: Some(RecoveryDesign {
                 agents: vec!["trusting".into()],
                 budget: 3,
+                deterministic: vec!["trusting".into()],
                 faults: vec![Fault::UnscaledCoordinates],
                 layouts: 5,
                 max_steps: 8,
@@ -413,6 +449,12 @@ mod tests {
         );
         b.git_commit = "other".into();
         assert_eq!(a.merge_mismatch(&b).map(|m| m.0), Some("git_commit"));
+        let mut c = full();
+        c.recovery.as_mut().unwrap().deterministic.clear();
+        assert_eq!(
+            a.merge_mismatch(&c).map(|m| m.0),
+            Some("recovery.deterministic")
+        );
         let merged = a.merged();
         assert_eq!((merged.shard, merged.merged_shards), (None, Some(3)));
     }
@@ -424,5 +466,20 @@ mod tests {
         assert_eq!(id.recovery.get("policies"), None);
         assert_eq!(id.recovery["budget"], 3);
         assert_eq!(id.decisions, Value::String("ab12".into()));
+        // Deterministic agents plan fewer runs, so they count with more than one run...
+        assert_eq!(
+            id.recovery["deterministic"],
+            serde_json::json!(["trusting"])
+        );
+        // ...and with one they change nothing: a baseline from before they were stored
+        // still pairs up.
+        let mut one = full();
+        one.recovery.as_mut().unwrap().runs = 1;
+        let mut older = one.clone();
+        older.recovery.as_mut().unwrap().deterministic.clear();
+        assert_eq!(
+            GateIdentity::of(&one).recovery,
+            GateIdentity::of(&older).recovery
+        );
     }
 }

@@ -25,6 +25,7 @@ fn manifest(layouts: u32) -> Manifest {
         recovery: Some(RecoveryDesign {
             agents: vec!["scripted".into()],
             budget: 3,
+            deterministic: Vec::new(),
             faults: vec![Fault::IframeNoChange],
             layouts: 2,
             max_steps: 8,

@@ -5,6 +5,7 @@ use super::compute::{short_fault, Analysis};
 use super::{write_file, Report, ReportFiles};
 use crate::compare::PairedOutcomes;
 use crate::config::ProportionMethod;
+use crate::db::manifest::RecoveryDesign;
 use crate::format::{fmt4, format_p, md_cell, n_eff_cell, rate_cell};
 use crate::recovery::{Recovery, RecoveryComparison};
 use crate::stats::Estimate;
@@ -211,7 +212,8 @@ pub(crate) fn markdown(s: &Analysis<'_>) -> Result<String> {
     }
 
     if let Some(r) = &s.recovery {
-        recovery_markdown(&mut md, r, &level);
+        let design = s.manifest.and_then(|m| m.recovery.as_ref());
+        recovery_markdown(&mut md, r, design, &level);
     }
 
     md.push_str("## Plots\n\n");
@@ -373,20 +375,62 @@ fn gain_markdown(md: &mut String, gain: &[RecoveryComparison], level: &str) {
     md.push_str("\nHow to read it: the headline figure: how much more often the agent recovers when the harness verifies the outcome than when it takes the tool's word, on the same episodes (task, fault, layout and run, the fault fired under both). The gain is outcome's success rate minus unverified's over every fault of the task (and of every task in the last row); its interval is a cluster bootstrap over layouts, every run and fault of a layout kept together, and the score interval is Tango's on the effective sample size n_eff (`recovery_gain.csv` has both, with the clustered McNemar test).\n\n");
 }
 
+/// How many runs each item (task, fault, policy, layout) of `agent` had, and why.
+fn runs_of_agent(d: &RecoveryDesign, agent: &str) -> String {
+    let plural = |n: u32| if n == 1 { "run" } else { "runs" };
+    if !d.is_deterministic(agent) {
+        return format!("{agent}: {} {} per item", d.runs, plural(d.runs));
+    }
+    let drawing: Vec<&str> = d
+        .faults
+        .iter()
+        .filter(|f| f.draws_parameters())
+        .map(|f| f.id())
+        .collect();
+    let mut text = format!("{agent}: deterministic, 1 run per item");
+    if d.runs > 1 && !drawing.is_empty() {
+        let _ = write!(
+            text,
+            " ({} under a fault that draws parameters from the episode's seed: {})",
+            d.runs,
+            drawing.join(", ")
+        );
+    }
+    text
+}
+
 /// The `## Recovery` section: success rates, the detection x recovery cross-table, stop
 /// reasons, paired comparisons and the bar plot, each with how to read it.
-fn recovery_markdown(md: &mut String, r: &Recovery<'_>, level: &str) {
+fn recovery_markdown(
+    md: &mut String,
+    r: &Recovery<'_>,
+    design: Option<&RecoveryDesign>,
+    level: &str,
+) {
     let total = r.episodes.len();
     let fired = r.episodes.iter().filter(|e| e.fired).count();
     let agents: BTreeSet<&str> = r.episodes.iter().map(|e| e.agent.as_str()).collect();
-    let runs: BTreeSet<u32> = r.episodes.iter().map(|e| e.run).collect();
     md.push_str("## Recovery\n\n");
+    let runs = match design {
+        Some(d) => agents
+            .iter()
+            .map(|a| runs_of_agent(d, a))
+            .collect::<Vec<_>>()
+            .join("; "),
+        // A run without its manifest: what the stored episodes show.
+        None => {
+            let runs: BTreeSet<u32> = r.episodes.iter().map(|e| e.run).collect();
+            format!(
+                "{}; {} run(s) per layout and policy",
+                agents.iter().copied().collect::<Vec<_>>().join(", "),
+                runs.len()
+            )
+        }
+    };
     let _ = writeln!(
         md,
-        "{total} episode(s): {fired} with the fault fired, {} not fired (counted only in the *not fired* column below, never as recovered or not); agent(s): {}; {} run(s) per layout and policy.\n",
+        "{total} episode(s): {fired} with the fault fired, {} not fired (counted only in the *not fired* column below, never as recovered or not); agent(s): {runs}.\n",
         total - fired,
-        agents.into_iter().collect::<Vec<_>>().join(", "),
-        runs.len(),
     );
     md.push_str("An episode replays a recorded decision with its fault on; the agent then sees the observation and the policy's message and may stop, answer, wait, retry or act again within its budget of browser actions. It *recovered* when the ledger confirms the task's outcome at the end.\n\n");
 
@@ -574,4 +618,37 @@ fn answer_key_cells(
         r.key_success,
         rate_cell(r.recall(cfg).as_ref()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use faultline_faults::Fault;
+
+    #[test]
+    fn the_recovery_header_says_each_agents_runs_per_item_and_why() {
+        let mut d = RecoveryDesign {
+            agents: vec!["trusting".into(), "exec".into()],
+            budget: 3,
+            deterministic: vec!["trusting".into()],
+            faults: vec![Fault::TokenLeak],
+            layouts: 20,
+            max_steps: 8,
+            policies: vec!["outcome".into()],
+            runs: 3,
+        };
+        assert_eq!(
+            runs_of_agent(&d, "trusting"),
+            "trusting: deterministic, 1 run per item"
+        );
+        assert_eq!(runs_of_agent(&d, "exec"), "exec: 3 runs per item");
+        d.faults.push(Fault::TargetShift);
+        assert_eq!(
+            runs_of_agent(&d, "trusting"),
+            "trusting: deterministic, 1 run per item (3 under a fault that draws parameters from the episode's seed: layout.target_shift)"
+        );
+        assert_eq!(d.runs_for("trusting", Fault::TargetShift), 3);
+        assert_eq!(d.runs_for("trusting", Fault::TokenLeak), 1);
+        assert_eq!(d.runs_for("exec", Fault::TokenLeak), 3);
+    }
 }

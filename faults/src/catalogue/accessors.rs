@@ -109,6 +109,14 @@ impl Fault {
         self.mechanism() == Mechanism::Devtools
     }
 
+    /// Whether the fault draws a parameter from the trial's or episode's seed (its
+    /// catalogue entry's `parameters` is other than "none"). Two runs of the same
+    /// episode have different seeds, so under such a fault they can differ even for an
+    /// agent that always replies alike.
+    pub fn draws_parameters(self) -> bool {
+        !self.spec().parameters.starts_with("none")
+    }
+
     /// Whether a trial or an episode with this fault armed waits out a deadline: a page
     /// or a request that does not answer for seconds (the hang, a request that never
     /// completes, a navigation left to time out). Such items take 10-60 s where most

@@ -107,3 +107,31 @@ fn layers_parse_by_name() {
     }
     assert!("transprt".parse::<Layer>().is_err());
 }
+
+#[test]
+fn a_fault_that_says_it_draws_no_parameter_does_the_same_under_any_seed() {
+    // The seed reaches a fault only through what it injects into the site and what it
+    // changes before the action: both must ignore it when the entry says "none".
+    let viewport = faultline_tasks::Size::new(1200, 800);
+    let mut drawing = 0;
+    for &fault in Fault::ALL.iter() {
+        for &task in fault.tasks() {
+            let layout = faultline_tasks::Layout::for_root(1, task, 0);
+            let (a, b) = (
+                crate::FaultPlan::new(fault, 1),
+                crate::FaultPlan::new(fault, 2),
+            );
+            let same = a.site(&layout) == b.site(&layout)
+                && a.before_act(viewport, &layout) == b.before_act(viewport, &layout);
+            if !fault.draws_parameters() {
+                assert!(same, "{} on {task}: said none, differs by seed", fault.id());
+            } else if !same {
+                drawing += 1;
+            }
+        }
+    }
+    assert!(
+        drawing > 0,
+        "no fault that draws a parameter differed by seed"
+    );
+}

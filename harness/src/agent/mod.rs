@@ -180,6 +180,15 @@ pub trait Agent: Send + Sync {
     /// The registry name, stored with every episode.
     fn name(&self) -> &str;
 
+    /// Whether the agent's replies cannot differ between runs of the same item: the same
+    /// view always gets the same reply. A deterministic agent's episode is run once where
+    /// nothing else can differ between its runs (`[recovery] runs` repeats the others);
+    /// the default, `false`, repeats every run, the safe answer for an agent that cannot
+    /// vouch for itself. May block (an `exec` agent asks its process).
+    fn deterministic(&self) -> bool {
+        false
+    }
+
     /// The next reply. Must not depend on anything but the view (and, for a model,
     /// the model): episodes are replayed from stored configs.
     fn reply<'a>(&'a self, view: AgentView<'a>) -> BoxFuture<'a, Result<AgentReply, AgentError>>;

@@ -141,6 +141,15 @@ impl OpenAiConfig {
         )
     }
 
+    /// Whether the agent's replies cannot differ between runs of the same item: with a
+    /// fixed `seed` every run sends the same requests, and the cassette, which every mode
+    /// consults before the model, answers a repeat with the first answer whatever the
+    /// temperature. Without one, each run's requests carry its own episode's seed: distinct
+    /// requests, which a model may answer differently.
+    pub fn deterministic(&self) -> bool {
+        self.seed.is_some()
+    }
+
     /// The seed a request for `view_seed` carries. Servers read it as a signed 64-bit
     /// integer, so an episode seed keeps its low 63 bits.
     pub fn request_seed(&self, view_seed: u64) -> u64 {
@@ -444,6 +453,10 @@ impl OpenAiAgent {
 impl Agent for OpenAiAgent {
     fn name(&self) -> &str {
         "openai"
+    }
+
+    fn deterministic(&self) -> bool {
+        self.cfg.deterministic()
     }
 
     fn reply<'a>(&'a self, view: AgentView<'a>) -> BoxFuture<'a, Result<AgentReply, AgentError>> {
@@ -815,6 +828,32 @@ mod tests {
             ..OpenAiConfig::default()
         };
         assert_eq!(request_body(&fixed, &view(&f))["seed"], 5);
+    }
+
+    #[test]
+    fn only_a_fixed_seed_makes_every_run_of_an_item_the_same_cassette_request() {
+        // Two runs of one item differ only in their episode's seed.
+        let f = fixture();
+        let (run0, run1) = (
+            view(&f),
+            AgentView {
+                seed: 12,
+                ..view(&f)
+            },
+        );
+        let key = |cfg: &OpenAiConfig, v: &AgentView<'_>| {
+            request_key(&canonical_request(&request_body(cfg, v), v.image))
+        };
+        let warm = OpenAiConfig {
+            temperature: 1.0,
+            seed: Some(5),
+            ..OpenAiConfig::default()
+        };
+        assert!(warm.deterministic());
+        assert_eq!(key(&warm, &run0), key(&warm, &run1));
+        let unseeded = OpenAiConfig::default();
+        assert!(!unseeded.deterministic());
+        assert_ne!(key(&unseeded, &run0), key(&unseeded, &run1));
     }
 
     #[test]

@@ -12,6 +12,11 @@ impl Agent for ReplayAgent {
         "replay"
     }
 
+    /// It always stops.
+    fn deterministic(&self) -> bool {
+        true
+    }
+
     fn reply<'a>(&'a self, _view: AgentView<'a>) -> BoxFuture<'a, Result<AgentReply, AgentError>> {
         Box::pin(async { Ok(AgentReply::text("stop()")) })
     }

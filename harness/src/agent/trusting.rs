@@ -111,6 +111,11 @@ impl Agent for TrustingAgent {
         "trusting"
     }
 
+    /// Its reply is a function of the view alone: no seed, clock or randomness.
+    fn deterministic(&self) -> bool {
+        true
+    }
+
     fn reply<'a>(&'a self, view: AgentView<'a>) -> BoxFuture<'a, Result<AgentReply, AgentError>> {
         let (text, _) = TrustingAgent::decide(&view);
         Box::pin(async move { Ok(AgentReply::text(text)) })

@@ -41,6 +41,7 @@ use crate::engine::roundtrip::CaptureMark;
 use crate::experiment::detection::TrialSpec;
 use crate::experiment::items::EpisodeTask;
 use anyhow::Result;
+use faultline_analysis::db::manifest::RecoveryDesign;
 use faultline_analysis::db::{EpisodeRow, EpisodeStepRow};
 use faultline_sites::{Ledger, LedgerEvent, Scope};
 use faultline_tasks::{parse_reply, Action, DecisionSet, StopReason, Verdict};
@@ -80,7 +81,13 @@ pub(crate) fn episodes(
         return Vec::new();
     }
     let agent: Arc<dyn Agent> = Arc::new(ExternalAgent(name.to_string()));
-    crate::experiment::items::episodes(config, decisions, &[agent])
+    crate::experiment::items::episodes(config, decisions, &[agent], &design(config))
+}
+
+/// The recovery design of a run served to an external harness: faultline cannot know
+/// whether the harness's agent acts alike every time, so every run is served.
+pub(crate) fn design(config: &crate::config::ExperimentConfig) -> RecoveryDesign {
+    crate::experiment::items::design(config, Vec::new())
 }
 
 /// An episode as a board item.

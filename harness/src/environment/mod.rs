@@ -183,6 +183,7 @@ pub async fn run(
         &decisions,
         format!("external harness `{}`", harness.name),
         shard_items,
+        &episode::design(config),
     )?;
     std::fs::create_dir_all(req.out.join("shots"))?;
     let (summary, recovery) = serve(req, db, specs, episodes, options).await?;

@@ -6,6 +6,7 @@
 use super::{shard, RunRequest};
 use crate::agent::Agent;
 use anyhow::Result;
+use faultline_analysis::db::manifest::{Manifest, RecoveryDesign};
 use faultline_faults::Fault;
 use faultline_tasks::seed::derive;
 use faultline_tasks::{Decision, DecisionSet};
@@ -155,20 +156,65 @@ impl EpisodeTask {
     }
 }
 
+/// The recovery design a run plans its episodes by: the config's, with the agents that
+/// say their replies cannot differ between runs. A resumed run keeps the design it
+/// stored, so its items keep their keys whatever an agent says now.
+pub async fn recovery_design(
+    config: &crate::config::ExperimentConfig,
+    agents: &[Arc<dyn Agent>],
+    stored: Option<&Manifest>,
+) -> Result<RecoveryDesign> {
+    if let Some(m) = stored {
+        return Ok(m
+            .recovery
+            .clone()
+            .unwrap_or_else(|| design(config, Vec::new())));
+    }
+    let mut deterministic = Vec::new();
+    for agent in agents {
+        // An `exec` agent asks its process, which blocks.
+        let asked = agent.clone();
+        if tokio::task::spawn_blocking(move || asked.deterministic()).await? {
+            deterministic.push(agent.name().to_string());
+        }
+    }
+    Ok(design(config, deterministic))
+}
+
+/// The config's recovery design with `deterministic` as the agents that said so.
+pub fn design(
+    config: &crate::config::ExperimentConfig,
+    deterministic: Vec<String>,
+) -> RecoveryDesign {
+    let rc = &config.recovery;
+    RecoveryDesign {
+        agents: rc.agents.clone(),
+        budget: rc.limits.budget,
+        deterministic,
+        faults: rc.faults.clone(),
+        layouts: rc.layouts,
+        max_steps: rc.limits.max_steps,
+        policies: rc.policies.clone(),
+        runs: rc.runs,
+    }
+}
+
 /// Every episode of the recovery phase, in a fixed order.
 pub fn episodes(
     config: &crate::config::ExperimentConfig,
     decisions: &DecisionSet,
     agents: &[Arc<dyn Agent>],
+    design: &RecoveryDesign,
 ) -> Vec<EpisodeTask> {
     let rc = &config.recovery;
     // Fixed before any agent call: for every agent, the first `layouts` layouts of every
-    // task, every (task, fault) pair, every policy, every run.
+    // task, every (task, fault) pair, every policy, every run that can differ from the
+    // first (a run keeps its key whether or not the others are run).
     let mut tasks = Vec::new();
     for agent in agents {
         for (task, fault) in config.recovery_pairs() {
             for policy in &rc.policies {
-                for run in 0..rc.runs {
+                for run in 0..design.runs_for(agent.name(), fault) {
                     for index in 0..rc.layouts {
                         let Some(decision) = decisions.find(task, config.seed, index) else {
                             continue;
@@ -228,4 +274,94 @@ pub(crate) fn keep_shard(
             Some((serde_json::to_string(&keys)?, items.len()))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::trusting::TrustingAgent;
+    use crate::agent::{AgentError, AgentReply, AgentView};
+    use faultline_tasks::TaskKind;
+    use futures::future::BoxFuture;
+    use std::collections::BTreeSet;
+
+    /// An agent that cannot vouch for itself (the trait's default).
+    struct Unsure;
+
+    impl Agent for Unsure {
+        fn name(&self) -> &str {
+            "unsure"
+        }
+
+        fn reply<'a>(&'a self, _: AgentView<'a>) -> BoxFuture<'a, Result<AgentReply, AgentError>> {
+            Box::pin(async { Ok(AgentReply::text("stop()")) })
+        }
+    }
+
+    /// The default config on the grid, two layouts, `runs = 3`, with the grid's reference
+    /// fault (it draws nothing from the seed) and `layout.target_shift` (it does).
+    fn config() -> crate::config::ExperimentConfig {
+        let text = crate::config::load_text(None).unwrap();
+        let mut c = crate::config::resolve(&text, &crate::config::Overrides::default()).unwrap();
+        c.tasks = vec![TaskKind::Grid];
+        c.recovery.layouts = 2;
+        c.recovery.runs = 3;
+        c.recovery.faults = vec![
+            Fault::reference_for(TaskKind::Grid).unwrap(),
+            Fault::TargetShift,
+        ];
+        c
+    }
+
+    #[tokio::test]
+    async fn a_deterministic_agent_runs_once_only_where_nothing_else_differs_and_keeps_its_keys() {
+        let c = config();
+        let decisions = faultline_tasks::decision::embedded_default().unwrap();
+        let agents: Vec<Arc<dyn Agent>> = vec![Arc::new(TrustingAgent), Arc::new(Unsure)];
+        let asked = recovery_design(&c, &agents, None).await.unwrap();
+        assert_eq!(asked.deterministic, ["trusting"]);
+        let planned = episodes(&c, &decisions, &agents, &asked);
+        let count = |agent: &str, fault: Fault| {
+            planned
+                .iter()
+                .filter(|e| e.agent.name() == agent && e.fault == fault)
+                .count()
+        };
+        let (reference, shift) = (c.recovery.faults[0], Fault::TargetShift);
+        let per_run = 2 * c.recovery.policies.len();
+        assert_eq!(count("trusting", reference), per_run);
+        assert!(planned
+            .iter()
+            .filter(|e| e.agent.name() == "trusting" && e.fault == reference)
+            .all(|e| e.run == 0 && e.key.contains("/r0/")));
+        assert_eq!(count("trusting", shift), 3 * per_run);
+        assert_eq!(count("unsure", reference), 3 * per_run);
+        assert_eq!(count("unsure", shift), 3 * per_run);
+        // The episodes kept are those every run would have had, under the same keys.
+        let all = episodes(&c, &decisions, &agents, &design(&c, Vec::new()));
+        let all: BTreeSet<&str> = all.iter().map(|e| e.key()).collect();
+        assert!(planned.iter().all(|e| all.contains(e.key())));
+
+        // A resumed run plans by the design it stored, whatever its agents say now.
+        let stored = Manifest {
+            chromium_version: "HeadlessChrome".into(),
+            config_as_passed: None,
+            config_resolved: serde_json::Value::Null,
+            decisions: "committed".into(),
+            decisions_sha256: None,
+            faultline_version: "0.1.0".into(),
+            faults: c.faults.clone(),
+            git_commit: "unknown".into(),
+            layouts: c.layouts,
+            merged_shards: None,
+            policies: c.policies.clone(),
+            recovery: Some(design(&c, vec!["unsure".into()])),
+            root_seed: c.seed,
+            settle: None,
+            shard: None,
+            tasks: c.tasks.clone(),
+        };
+        let resumed = recovery_design(&c, &agents, Some(&stored)).await.unwrap();
+        assert_eq!(resumed.deterministic, ["unsure"]);
+    }
 }

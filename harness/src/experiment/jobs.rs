@@ -11,7 +11,7 @@
 //! |---|---:|---:|---:|---:|
 //! | detection (320 trials) | 10 | 34.9 s | 1.75 | 0.190 s |
 //! | detection | 20 | 35.4 s | 1.91 | 0.211 s |
-//! | recovery (1440 episodes) | 10 | 271.9 s | 1.37 | 0.258 s |
+//! | recovery (1440 episodes: 3 runs each, as then) | 10 | 271.9 s | 1.37 | 0.258 s |
 //! | recovery | 20 | 191.8 s | 1.86 | 0.247 s |
 //! | recovery | 30 | 235.4 s | 1.94 | 0.317 s |
 //! | recovery | 40 | 243.4 s | 1.93 | 0.326 s |

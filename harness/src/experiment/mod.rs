@@ -7,7 +7,8 @@
 //!   recorded by the oracle into the run directory);
 //! - [`items`]: the run's plan, fixed by the config before anything runs: the detection
 //!   phase's trials (every decision with each of its faults and once clean), the
-//!   recovery phase's episodes (decision x fault x policy x run), a shard's part;
+//!   recovery phase's episodes (decision x fault x policy x run, one run where nothing
+//!   can differ between runs), a shard's part;
 //! - [`detection`], [`recovery`]: running each phase's pending items;
 //! - [`store`]: storing results as rows (the manifest, then every finished trial or
 //!   episode with its screenshots, verdicts, steps, infrastructure errors and costs);
@@ -308,9 +309,10 @@ async fn run_with(
 
     // Every item of the run, fixed by the config; a shard keeps its part.
     let mut specs = items::specs(config, &decisions.0);
-    let mut episodes = items::episodes(config, &decisions.0, agents);
+    let design = items::recovery_design(config, agents, db.manifest()?.as_ref()).await?;
+    let mut episodes = items::episodes(config, &decisions.0, agents, &design);
     let shard_items = keep_shard(req, &mut specs, &mut episodes)?;
-    store_manifest(req, db, &decisions, chromium_version, shard_items)?;
+    store_manifest(req, db, &decisions, chromium_version, shard_items, &design)?;
 
     let shots = req.out.join("shots");
     std::fs::create_dir_all(&shots)?;

@@ -25,10 +25,10 @@ pub(crate) fn store_manifest(
     decisions: &(DecisionSet, String),
     chromium_version: String,
     shard_items: Option<(String, usize)>,
+    design: &RecoveryDesign,
 ) -> Result<()> {
     let config = &req.config;
     if db.meta("manifest")?.is_none() {
-        let recovery = &config.recovery;
         db.set_manifest(&Manifest {
             chromium_version,
             config_as_passed: Some(ConfigAsPassed {
@@ -45,15 +45,7 @@ pub(crate) fn store_manifest(
             layouts: config.layouts,
             merged_shards: None,
             policies: config.policies.clone(),
-            recovery: recovery.enabled.then(|| RecoveryDesign {
-                agents: recovery.agents.clone(),
-                budget: recovery.limits.budget,
-                faults: recovery.faults.clone(),
-                layouts: recovery.layouts,
-                max_steps: recovery.limits.max_steps,
-                policies: recovery.policies.clone(),
-                runs: recovery.runs,
-            }),
+            recovery: config.recovery.enabled.then(|| design.clone()),
             root_seed: config.seed,
             settle: Some(config.timing.settle_mode().into()),
             shard: req.shard,

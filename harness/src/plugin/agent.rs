@@ -123,6 +123,15 @@ impl Agent for ExecAgent {
         "exec"
     }
 
+    /// What the process's handshake declared. Asked before the run's episodes are
+    /// planned, so it starts a process (kept for the first episode); one that cannot be
+    /// started counts as not deterministic, and its episodes meet the failure as usual.
+    fn deterministic(&self) -> bool {
+        self.pool
+            .with_process(|p| Ok(p.deterministic()))
+            .unwrap_or(false)
+    }
+
     fn reply<'a>(&'a self, view: AgentView<'a>) -> BoxFuture<'a, Result<AgentReply, AgentError>> {
         Box::pin(async move {
             let shot = self

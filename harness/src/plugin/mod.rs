@@ -10,7 +10,10 @@
 //!    `"protocol": "faultline.agent"`); the process answers with the protocol and version it
 //!    speaks, `{"protocol": "faultline.policy", "version": 1}`. Any other answer is a
 //!    protocol error: a version bump means the requests changed shape, and a process that
-//!    does not say which version it speaks is not trusted to read them.
+//!    does not say which version it speaks is not trusted to read them. An agent may add
+//!    `"deterministic": true` when the same view always gets the same reply from it: its
+//!    episodes then run once where nothing else differs between runs, instead of
+//!    `[recovery] runs` times. Absent (or `false`), every run is run.
 //! 2. **Requests.** For a verifier, one per judgement:
 //!    `{"type": "judge", "id": 7, "evidence": {...}}` with exactly what the built-in
 //!    policies see ([`policy::evidence_json`]): the instruction, the dispatched actions
@@ -165,6 +168,8 @@ pub struct Process {
     /// Which incarnation of this plugin (1 for the first one started).
     attempt: u32,
     next_id: u64,
+    /// What the handshake's answer said under `deterministic` (an agent's optional claim).
+    deterministic: bool,
 }
 
 impl Process {
@@ -246,6 +251,7 @@ impl Process {
             timeout: Duration::from_millis(spec.timeout_ms),
             attempt,
             next_id: 0,
+            deterministic: false,
         };
         let mut hello = hello.clone();
         hello["protocol"] = json!(protocol);
@@ -262,7 +268,26 @@ impl Process {
                 ),
             ));
         }
+        process.deterministic = match answer.get("deterministic") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => {
+                return Err(process.fail(
+                    PluginFailure::Protocol,
+                    format!(
+                        "handshake: `deterministic` must be true or false, got {}",
+                        clip(&other.to_string())
+                    ),
+                ))
+            }
+        };
         Ok(process)
+    }
+
+    /// Whether the handshake said the process's replies cannot differ between runs of
+    /// the same item (`"deterministic": true`; absent means they can).
+    pub fn deterministic(&self) -> bool {
+        self.deterministic
     }
 
     /// Sends one request (an `id` is added) and reads its answer, a JSON object whose
