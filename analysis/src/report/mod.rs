@@ -32,6 +32,9 @@ pub struct ReportFiles {
     pub false_alarms_csv: PathBuf,
     /// `comparisons.csv`: the paired policy comparisons on detection.
     pub comparisons_csv: PathBuf,
+    /// `verifier_cards.csv`: each policy's false-positive and false-negative rates,
+    /// precision and recall of Success, per task and pooled.
+    pub verifier_cards_csv: PathBuf,
     /// `report.md`: the report itself.
     pub report_md: PathBuf,
     /// Every plot written (SVG and PNG), in writing order.
@@ -115,6 +118,7 @@ impl ReportFiles {
             layers_csv: c.place(&self.layers_csv),
             false_alarms_csv: c.place(&self.false_alarms_csv),
             comparisons_csv: c.place(&self.comparisons_csv),
+            verifier_cards_csv: c.place(&self.verifier_cards_csv),
             report_md: c.place(&self.report_md),
             plots: self.plots.iter().map(|p| c.place(p)).collect(),
             recovery: self.recovery.map(|r| RecoveryFiles {
