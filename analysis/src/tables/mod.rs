@@ -76,6 +76,14 @@ fn faulty_trials(trials: &[TrialRow]) -> impl Iterator<Item = (&TrialRow, Fault,
         })
 }
 
+/// The working trials of the detection experiment: the trials the false-alarm table is
+/// computed on.
+pub(crate) fn working_trials(trials: &[TrialRow]) -> impl Iterator<Item = &TrialRow> {
+    trials
+        .iter()
+        .filter(|t| t.experiment == Phase::Detection && t.condition == Condition::Working)
+}
+
 /// The fired faulty trials of the detection experiment, each with its verdicts (in stored
 /// order): the trials every detection table and comparison is computed on.
 pub(crate) fn detected_fired<'a>(

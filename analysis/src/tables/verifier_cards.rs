@@ -1,13 +1,13 @@
 //! Verifier cards: each policy's error rates against the ledger, per task and pooled,
 //! with their CSV text.
 
-use super::policy_rank;
+use super::{faulty_trials, policy_rank, working_trials};
 use crate::config::AnalysisConfig;
 use crate::csv_row::csv_table;
 use crate::db::{TrialRow, VerdictRow};
 use crate::format::fmt4;
 use crate::stats::{clustered_wilson, ClusteredProportion, ClusteredSample};
-use faultline_tasks::{Condition, Phase, TaskKind, Verdict};
+use faultline_tasks::{Condition, TaskKind, Verdict};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -96,15 +96,11 @@ pub fn verifier_cards(
     external: &[String],
     cfg: &AnalysisConfig,
 ) -> Vec<VerifierCardRow> {
-    let judged: BTreeMap<&str, &TrialRow> = trials
-        .iter()
-        .filter(|t| {
-            t.experiment == Phase::Detection
-                && match t.condition {
-                    Condition::Faulty => t.fired == Some(true),
-                    Condition::Working => true,
-                }
-        })
+    // The detection table's trials, then the false-alarm table's.
+    let judged: BTreeMap<&str, &TrialRow> = faulty_trials(trials)
+        .filter(|(t, ..)| t.fired == Some(true))
+        .map(|(t, ..)| t)
+        .chain(working_trials(trials))
         .map(|t| (t.trial_key.as_str(), t))
         .collect();
     let tasks: BTreeSet<(usize, TaskKind)> =
