@@ -120,6 +120,7 @@ async fn same_seed_same_tables_and_an_interrupted_run_resumes_without_duplicates
         "detection.csv",
         "false_alarms.csv",
         "comparisons.csv",
+        "verifier_cards.csv",
         "report.md",
         "plots/detection_heatmap.svg",
         "plots/detection_heatmap.png",

@@ -85,6 +85,9 @@ pub struct Analysis<'a> {
     pub detection: Vec<DetectionRow>,
     /// `false_alarms.csv`'s rows.
     pub false_alarms: Vec<FalseAlarmRow>,
+    /// `verifier_cards.csv`'s rows: each policy's error rates against the ledger over the
+    /// trials of the detection and false-alarm tables, per task and pooled.
+    pub verifier_cards: Vec<tables::VerifierCardRow>,
     /// How often each fault fired, per task.
     pub firing: Vec<FiringRow>,
     /// `layers.csv`'s rows: detection per catalogue layer and policy.
@@ -124,6 +127,8 @@ impl<'a> Analysis<'a> {
         let (trials, verdicts, policies) = (&stored.trials, &stored.verdicts, &stored.policies);
         let detection = tables::detection(trials, verdicts, policies);
         let false_alarms = tables::false_alarms(trials, verdicts, policies);
+        let verifier_cards =
+            tables::verifier_cards(trials, verdicts, policies, &stored.external_policies, cfg);
         let firing = tables::firing(trials);
         let layers = tables::layers(trials, verdicts, policies, cfg);
         let catalogue = tables::catalogue(&firing, &detection, policies);
@@ -200,6 +205,7 @@ impl<'a> Analysis<'a> {
             faults,
             detection,
             false_alarms,
+            verifier_cards,
             firing,
             layers,
             catalogue,

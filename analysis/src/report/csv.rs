@@ -1,5 +1,5 @@
 //! The CSV writer: `detection.csv`, `layers.csv`, `false_alarms.csv`, `comparisons.csv`,
-//! `answer_key.csv` when the run has external-suite trials and, when the run has
+//! `verifier_cards.csv`, `answer_key.csv` when the run has external-suite trials and, when the run has
 //! episodes, the five recovery tables.
 
 use super::compute::Analysis;
@@ -30,6 +30,11 @@ impl Report for Csv {
         write_file(
             &files.comparisons_csv,
             &compare::comparisons_csv(&a.comparisons, cfg),
+        )?;
+        files.verifier_cards_csv = out.join("verifier_cards.csv");
+        write_file(
+            &files.verifier_cards_csv,
+            &tables::verifier_cards_csv(&a.verifier_cards),
         )?;
         files.answer_key_csv = None;
         if !a.answer_key.is_empty() {

@@ -9,7 +9,7 @@ use crate::db::manifest::RecoveryDesign;
 use crate::format::{fmt4, format_p, md_cell, n_eff_cell, rate_cell};
 use crate::recovery::{Recovery, RecoveryComparison};
 use crate::stats::Estimate;
-use crate::tables::{CatalogueRow, FiringRow, LayerRow};
+use crate::tables::{CardRate, CatalogueRow, FiringRow, LayerRow, VerifierCardRow};
 use anyhow::Result;
 use faultline_tasks::StopReason;
 use std::collections::BTreeSet;
@@ -207,6 +207,8 @@ pub(crate) fn markdown(s: &Analysis<'_>) -> Result<String> {
     }
     md.push_str("\nHow to read it: every fired faulty trial pooled across faults; the clustered standard error treats each layout as a cluster (with the C/(C-1) correction), so it exceeds the naive one when trials on the same layout succeed or fail together.\n\n");
 
+    verifier_cards_markdown(&mut md, &s.verifier_cards, &level);
+
     if !s.answer_key.is_empty() {
         answer_key_markdown(&mut md, s, &level);
     }
@@ -268,6 +270,38 @@ fn layers_markdown(md: &mut String, layers: &[LayerRow], level: &str) {
     }
     md.push_str("\n\n");
     md.push_str("![Detection by layer](plots/layer_heatmap.svg)\n\nHow to read it: each cell is caught/fired for one layer and policy, pooled over the layer's faults and tasks; darker is better; n/a marks a layer none of whose faults fired.\n\n");
+}
+
+/// The `## Verifier cards` section: per policy, its false-positive and false-negative
+/// rates and the precision and recall of its Success verdicts, per task and pooled.
+fn verifier_cards_markdown(md: &mut String, cards: &[VerifierCardRow], level: &str) {
+    md.push_str("## Verifier cards\n\n");
+    let _ = writeln!(md, "| policy | task | n (fired) | n (working) | false-positive rate [{level} CI] | false-negative rate [{level} CI] | precision of Success [{level} CI] | recall of Success [{level} CI] |\n|---|---|---:|---:|---:|---:|---:|---:|");
+    for r in cards {
+        let task = r
+            .task
+            .map_or_else(|| "**pooled**".to_string(), |t| t.to_string());
+        let _ = writeln!(
+            md,
+            "| {} | {task} | {} | {} | {} | {} | {} | {} |",
+            md_cell(&r.policy),
+            r.fired,
+            r.working,
+            card_cell(&r.false_positive_rate),
+            card_cell(&r.false_negative_rate),
+            card_cell(&r.precision),
+            card_cell(&r.recall),
+        );
+    }
+    md.push_str("\nHow to read it: one card per policy of the run, over the trials the detection and false-alarm tables count (faulty trials whose fault fired and working trials), judged against the ledger: the *false-positive rate* is the share of trials whose outcome failed that the policy called Success, the *false-negative rate* the share of trials whose outcome happened that it called anything else, *precision* the share of its Success verdicts the ledger confirms, *recall* the share of the ledger's successes it called Success. Each cell is events/n, n the rate's own denominator; – marks a rate with n = 0 (nothing to estimate). Trials of one page (task and layout: its working trial and its faults' trials) are judged alike, so each (task, layout) pair is a cluster and the interval is a Wilson score interval on the effective sample size, as in the layer table. A trial whose fault did not fire, or that a policy could not judge (an infrastructure error), is in none of that policy's counts. `verifier_cards.csv` has the confusion counts and each rate's clusters and effective n.\n\n");
+}
+
+/// A card's rate: `events/n point% [lower, upper]`, or – when n is 0.
+fn card_cell(r: &CardRate) -> String {
+    match &r.rate {
+        Some(p) => format!("{}/{} {}", r.events, r.n, rate_cell(Some(&p.estimate))),
+        None => "–".into(),
+    }
 }
 
 /// The `## Catalogue` section: one row per fault, caught/fired under each policy.

@@ -32,6 +32,9 @@ pub struct ReportFiles {
     pub false_alarms_csv: PathBuf,
     /// `comparisons.csv`: the paired policy comparisons on detection.
     pub comparisons_csv: PathBuf,
+    /// `verifier_cards.csv`: each policy's false-positive and false-negative rates,
+    /// precision and recall of Success, per task and pooled.
+    pub verifier_cards_csv: PathBuf,
     /// `report.md`: the report itself.
     pub report_md: PathBuf,
     /// Every plot written (SVG and PNG), in writing order.
@@ -115,6 +118,7 @@ impl ReportFiles {
             layers_csv: c.place(&self.layers_csv),
             false_alarms_csv: c.place(&self.false_alarms_csv),
             comparisons_csv: c.place(&self.comparisons_csv),
+            verifier_cards_csv: c.place(&self.verifier_cards_csv),
             report_md: c.place(&self.report_md),
             plots: self.plots.iter().map(|p| c.place(p)).collect(),
             recovery: self.recovery.map(|r| RecoveryFiles {
@@ -356,6 +360,71 @@ mod tests {
             .filter(|t| ["transport", "dom", "tool"].contains(t))
             .collect();
         assert_eq!(labels, ["transport", "dom", "tool"]);
+    }
+
+    #[test]
+    fn the_report_has_a_verifier_card_for_every_policy_of_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = catalogue_db(&dir.path().join("results.sqlite"), false);
+        // An external policy that could judge nothing: its card is all n = 0.
+        db.set_meta("external_policies", r#"["plugin"]"#).unwrap();
+        let cfg = AnalysisConfig::for_run(5);
+        let out = dir.path().join("out");
+        let files = write_all(&db, &out, dir.path(), &cfg).unwrap();
+        assert_eq!(files.verifier_cards_csv, out.join("verifier_cards.csv"));
+        let csv = std::fs::read_to_string(&files.verifier_cards_csv).unwrap();
+        let keys: Vec<String> = csv
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').take(4).collect::<Vec<_>>().join(","))
+            .collect();
+        // Per policy in run order: search, form, select, pooled. Form has two fired
+        // slow_response trials, three of each dom fault and a working trial per layout.
+        assert_eq!(
+            keys,
+            [
+                "unverified,search,3,3",
+                "unverified,form,8,3",
+                "unverified,select,3,3",
+                "unverified,pooled,14,9",
+                "outcome,search,3,3",
+                "outcome,form,8,3",
+                "outcome,select,3,3",
+                "outcome,pooled,14,9",
+                "plugin,search,0,0",
+                "plugin,form,0,0",
+                "plugin,select,0,0",
+                "plugin,pooled,0,0",
+            ]
+        );
+        // Unverified says Success on all 23 trials: the 12 fired dom and token-leak trials
+        // failed (FPR 12/12), none of the 11 that held (2 slow responses, 9 working) was
+        // missed; precision 11/23, recall 11/11.
+        let unverified = csv
+            .lines()
+            .find(|l| l.starts_with("unverified,pooled,"))
+            .unwrap();
+        let cells: Vec<&str> = unverified.split(',').collect();
+        assert_eq!(cells[4..10], ["11", "12", "0", "0", "12", "1.0000"]);
+        assert_eq!(cells[14..16], ["11", "0.0000"]);
+        assert_eq!(cells[20..22], ["23", "0.4783"]);
+        assert_eq!(cells[26..28], ["11", "1.0000"]);
+        // A rate at 0 or 1 still has an interval of some width.
+        assert_ne!(cells[10], cells[11]);
+        assert_ne!(cells[16], cells[17]);
+        assert!(csv.ends_with("\nplugin,pooled,0,0,0,0,0,0,0,,,,,,0,,,,,,0,,,,,,0,,,,,,,\n"));
+
+        let md = std::fs::read_to_string(&files.report_md).unwrap();
+        let at = |needle: &str| {
+            md.find(needle)
+                .unwrap_or_else(|| panic!("no {needle:?} in\n{md}"))
+        };
+        assert!(at("## Pooled caught rate per policy") < at("## Verifier cards"));
+        assert!(at("## Verifier cards") < at("## Plots"));
+        at("| unverified | **pooled** | 14 | 9 | 12/12 100.0% [");
+        at("| outcome | search | 3 | 3 | 0/3 0.0% [");
+        // n = 0: no estimate, not 0%.
+        at("| plugin | **pooled** | 0 | 0 | – | – | – | – |");
     }
 
     #[test]

@@ -1,12 +1,12 @@
 //! False alarms: verdicts other than `Success` on working trials the ledger confirms,
 //! per task and policy, with their CSV text.
 
-use super::{index_verdicts, policy_rank};
+use super::{index_verdicts, policy_rank, working_trials};
 use crate::config::AnalysisConfig;
 use crate::csv_row::csv_table;
 use crate::db::{TrialRow, VerdictRow};
 use crate::format::ci_cells;
-use faultline_tasks::{Condition, Phase, TaskKind, Verdict};
+use faultline_tasks::{TaskKind, Verdict};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -33,10 +33,7 @@ pub fn false_alarms(
 ) -> Vec<FalseAlarmRow> {
     let by_trial = index_verdicts(verdicts);
     let mut acc: BTreeMap<(usize, (usize, String)), FalseAlarmRow> = BTreeMap::new();
-    for t in trials
-        .iter()
-        .filter(|t| t.experiment == Phase::Detection && t.condition == Condition::Working)
-    {
+    for t in working_trials(trials) {
         for v in by_trial.get(t.trial_key.as_str()).into_iter().flatten() {
             let key = (t.task.rank(), policy_rank(policies, &v.policy));
             let row = acc.entry(key).or_insert_with(|| FalseAlarmRow {

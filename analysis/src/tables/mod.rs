@@ -16,7 +16,8 @@
 //! database (which stores none) the fault's own.
 //!
 //! One room per table (computed, then its CSV text): [`detection`] (and the layer table),
-//! [`false_alarms`], [`firing`] (and the catalogue table), [`answer_key`]; the scoring
+//! [`false_alarms`], [`firing`] (and the catalogue table), [`answer_key`], [`verifier_cards`]
+//! (each policy's error rates over the trials of the two tables before it); the scoring
 //! helpers they share are here. Their Markdown is written by [`crate::report`].
 
 use crate::db::{TrialRow, VerdictRow};
@@ -28,11 +29,13 @@ mod answer_key;
 mod detection;
 mod false_alarms;
 mod firing;
+mod verifier_cards;
 
 pub use answer_key::*;
 pub use detection::*;
 pub use false_alarms::*;
 pub use firing::*;
+pub use verifier_cards::*;
 
 /// Policies in the order given, then any others alphabetically.
 pub(crate) fn policy_rank(order: &[String], policy: &str) -> (usize, String) {
@@ -71,6 +74,14 @@ fn faulty_trials(trials: &[TrialRow]) -> impl Iterator<Item = (&TrialRow, Fault,
             let fault = t.fault?;
             Some((t, fault, t.fault_layer()?))
         })
+}
+
+/// The working trials of the detection experiment: the trials the false-alarm table is
+/// computed on.
+pub(crate) fn working_trials(trials: &[TrialRow]) -> impl Iterator<Item = &TrialRow> {
+    trials
+        .iter()
+        .filter(|t| t.experiment == Phase::Detection && t.condition == Condition::Working)
 }
 
 /// The fired faulty trials of the detection experiment, each with its verdicts (in stored

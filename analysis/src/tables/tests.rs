@@ -544,3 +544,223 @@ fn csv_fields_are_quoted_when_needed() {
     assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
     assert_eq!(csv_field("plain"), "plain");
 }
+
+/// A detection trial of `task` on `layout`: working, or faulty and fired (or not).
+fn judged(
+    key: &str,
+    task: TaskKind,
+    layout: u32,
+    condition: Condition,
+    fired: bool,
+    achieved: bool,
+) -> TrialRow {
+    let mut t = keyed(key, task, achieved);
+    t.layout_index = layout;
+    t.condition = condition;
+    if condition == Condition::Working {
+        (t.fault, t.stage, t.fired, t.layer) = (None, None, None, None);
+    } else {
+        t.fired = Some(fired);
+    }
+    t
+}
+
+#[test]
+fn verifier_cards_count_each_error_over_its_own_denominator() {
+    use Condition::{Faulty, Working};
+    use TaskKind::{Form, Grid};
+    let trials = vec![
+        judged("wg0", Grid, 0, Working, true, true),
+        judged("fg0a", Grid, 0, Faulty, true, false),
+        // A feedback fault: the outcome happened, the tool lied.
+        judged("fg0b", Grid, 0, Faulty, true, true),
+        judged("wg1", Grid, 1, Working, true, true),
+        judged("fg1a", Grid, 1, Faulty, true, false),
+        // Did not fire: in no count, whatever its verdicts.
+        judged("qg1", Grid, 1, Faulty, false, false),
+        // A working trial whose outcome the ledger did not confirm.
+        judged("wf0", Form, 0, Working, true, false),
+        judged("ff0a", Form, 0, Faulty, true, false),
+    ];
+    let mut verdicts = Vec::new();
+    for (key, outcome, pixel) in [
+        ("wg0", "success", Some("fail")),
+        ("fg0a", "fail", Some("fail")),
+        ("fg0b", "no_change", Some("fail")),
+        ("wg1", "fail", Some("fail")),
+        ("fg1a", "success", Some("fail")),
+        ("qg1", "success", Some("success")),
+        // Pixel could not judge this trial (an infrastructure error): no verdict.
+        ("wf0", "success", None),
+        ("ff0a", "success", Some("fail")),
+    ] {
+        verdicts.push(verdict(key, "outcome", outcome));
+        if let Some(p) = pixel {
+            verdicts.push(verdict(key, "pixel", p));
+        }
+    }
+    let policies = vec!["outcome".to_string(), "pixel".to_string()];
+    // An external policy that judged nothing still gets its card.
+    let external = vec!["plugin".to_string()];
+    let cfg = AnalysisConfig::for_run(1);
+    let cards = verifier_cards(&trials, &verdicts, &policies, &external, &cfg);
+    let order: Vec<(&str, Option<TaskKind>)> =
+        cards.iter().map(|r| (r.policy.as_str(), r.task)).collect();
+    assert_eq!(
+        order,
+        [
+            ("outcome", Some(Grid)),
+            ("outcome", Some(Form)),
+            ("outcome", None),
+            ("pixel", Some(Grid)),
+            ("pixel", Some(Form)),
+            ("pixel", None),
+            ("plugin", Some(Grid)),
+            ("plugin", Some(Form)),
+            ("plugin", None),
+        ]
+    );
+    let rate = |c: &CardRate| (c.events, c.n);
+    let point = |c: &CardRate| c.rate.as_ref().unwrap().estimate.point;
+
+    // Outcome, pooled. Ledger failed: fg0a, fg1a, wf0, ff0a, of which fg1a, wf0 and ff0a
+    // were called Success (FPR 3/4). Ledger succeeded: wg0, fg0b, wg1, of which fg0b and
+    // wg1 were not (FNR 2/3). Success verdicts: wg0, fg1a, wf0, ff0a, one confirmed
+    // (precision 1/4); recall 1/3.
+    let pooled = &cards[2];
+    assert_eq!((pooled.fired, pooled.working), (4, 3));
+    assert_eq!(
+        (
+            pooled.true_positives,
+            pooled.false_positives,
+            pooled.false_negatives,
+            pooled.true_negatives
+        ),
+        (1, 3, 2, 1)
+    );
+    assert_eq!(rate(&pooled.false_positive_rate), (3, 4));
+    assert_eq!(rate(&pooled.false_negative_rate), (2, 3));
+    assert_eq!(rate(&pooled.precision), (1, 4));
+    assert_eq!(rate(&pooled.recall), (1, 3));
+    // The four rates differ, so exchanging any two (FPR and FNR, precision and recall)
+    // breaks the checks above and these.
+    assert!((point(&pooled.false_positive_rate) - 0.75).abs() < 1e-12);
+    assert!((point(&pooled.false_negative_rate) - 2.0 / 3.0).abs() < 1e-12);
+    assert!((point(&pooled.precision) - 0.25).abs() < 1e-12);
+    assert!((point(&pooled.recall) - 1.0 / 3.0).abs() < 1e-12);
+    // Pooled, the clusters are the (task, layout) pages, in key order: FPR's are
+    // (form, 0) = wf0, ff0a; (grid, 0) = fg0a; (grid, 1) = fg1a.
+    let fpr_sample =
+        ClusteredSample::from_binary(vec![vec![true, true], vec![false], vec![true]]).unwrap();
+    assert_eq!(
+        pooled.false_positive_rate.rate,
+        Some(clustered_wilson(&fpr_sample, cfg.level).unwrap())
+    );
+
+    // Outcome on grid: FPR 1/2 (fg1a), FNR 2/3 (fg0b, wg1), precision 1/2, recall 1/3,
+    // with the layouts as clusters: FNR's are layout 0 = wg0, fg0b and layout 1 = wg1.
+    let grid = &cards[0];
+    assert_eq!(rate(&grid.false_positive_rate), (1, 2));
+    assert_eq!(rate(&grid.false_negative_rate), (2, 3));
+    assert_eq!(rate(&grid.precision), (1, 2));
+    assert_eq!(rate(&grid.recall), (1, 3));
+    let fnr_sample = ClusteredSample::from_binary(vec![vec![false, true], vec![true]]).unwrap();
+    assert_eq!(
+        grid.false_negative_rate.rate,
+        Some(clustered_wilson(&fnr_sample, cfg.level).unwrap())
+    );
+
+    // Outcome on form: no outcome happened, so neither FNR nor recall has anything to
+    // estimate (n = 0, no estimate, not a 0).
+    let form = &cards[1];
+    assert_eq!(rate(&form.false_positive_rate), (2, 2));
+    assert_eq!(rate(&form.precision), (0, 2));
+    assert_eq!(rate(&form.false_negative_rate), (0, 0));
+    assert_eq!(rate(&form.recall), (0, 0));
+    assert!(form.false_negative_rate.rate.is_none() && form.recall.rate.is_none());
+
+    // Pixel: the trial it could not judge is in none of its counts.
+    let pixel = &cards[5];
+    assert_eq!((pixel.fired, pixel.working), (4, 2));
+    assert_eq!(rate(&pixel.false_positive_rate), (0, 3));
+    assert_eq!(rate(&pixel.false_negative_rate), (3, 3));
+    assert_eq!(rate(&pixel.precision), (0, 0));
+    assert!(pixel.precision.rate.is_none());
+    assert_eq!((cards[4].fired, cards[4].working), (1, 0));
+    // The plugin judged nothing: every rate has n = 0 and no estimate.
+    for r in &cards[6..] {
+        assert_eq!((r.fired, r.working), (0, 0));
+        for c in [
+            &r.false_positive_rate,
+            &r.false_negative_rate,
+            &r.precision,
+            &r.recall,
+        ] {
+            assert_eq!((c.n, &c.rate), (0, &None));
+        }
+    }
+    // Every estimate has a width.
+    for r in &cards {
+        for c in [
+            &r.false_positive_rate,
+            &r.false_negative_rate,
+            &r.precision,
+            &r.recall,
+        ] {
+            if let Some(p) = &c.rate {
+                assert_eq!(p.estimate.n as u64, c.n);
+                assert!(p.estimate.upper - p.estimate.lower > 0.0, "{r:?}");
+            }
+        }
+    }
+
+    // The cards derive from the trials the detection and false-alarm tables count: per
+    // policy and task, the same fired and working trials, and the errors are the
+    // detection table's misses plus the false alarms, plus the working trials whose
+    // outcome failed called Success (wf0 under outcome, which the false-alarm table
+    // leaves out).
+    let detection = detection(&trials, &verdicts, &policies);
+    let alarms = false_alarms(&trials, &verdicts, &policies);
+    for r in cards.iter().filter(|r| r.policy != "plugin") {
+        let in_scope =
+            |task: TaskKind, policy: &str| policy == r.policy && r.task.is_none_or(|t| t == task);
+        let d = detection.iter().filter(|d| in_scope(d.task, &d.policy));
+        let (fired, missed) = d.fold((0, 0), |(f, m), d| (f + d.fired, m + d.missed));
+        let a = alarms.iter().filter(|a| in_scope(a.task, &a.policy));
+        let (working, false_alarms) =
+            a.fold((0, 0), |(w, n), a| (w + a.n_working, n + a.false_alarms));
+        let failed_called_success = u64::from(r.policy == "outcome" && r.task != Some(Grid));
+        assert_eq!((r.fired, r.working), (fired, working), "{r:?}");
+        assert_eq!(
+            r.false_positives + r.false_negatives,
+            missed + false_alarms + failed_called_success,
+            "{r:?}"
+        );
+    }
+
+    // The CSV: an n = 0 rate's fields are empty, never 0.
+    let csv = verifier_cards_csv(&cards);
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "policy,task,fired,working,true_positives,false_positives,false_negatives,true_negatives,\
+         fpr_n,fpr,fpr_ci_low,fpr_ci_high,fpr_clusters,fpr_n_effective,\
+         fnr_n,fnr,fnr_ci_low,fnr_ci_high,fnr_clusters,fnr_n_effective,\
+         precision_n,precision,precision_ci_low,precision_ci_high,precision_clusters,precision_n_effective,\
+         recall_n,recall,recall_ci_low,recall_ci_high,recall_clusters,recall_n_effective,\
+         ci_method,level"
+    );
+    let form_line = lines.find(|l| l.starts_with("outcome,form,")).unwrap();
+    let fpr = form.false_positive_rate.rate.as_ref().unwrap();
+    assert_eq!(
+        form_line,
+        format!(
+            "outcome,form,1,1,0,2,0,0,2,1.0000,{},1.0000,1,{},0,,,,,,2,0.0000,0.0000,{},1,{},0,,,,,,wilson-clustered,0.95",
+            fmt4(fpr.estimate.lower),
+            fmt4(fpr.n_effective),
+            fmt4(form.precision.rate.as_ref().unwrap().estimate.upper),
+            fmt4(form.precision.rate.as_ref().unwrap().n_effective),
+        )
+    );
+    assert!(csv.ends_with("\nplugin,pooled,0,0,0,0,0,0,0,,,,,,0,,,,,,0,,,,,,0,,,,,,,\n"));
+}

@@ -96,11 +96,12 @@ pub async fn run_limited(
 
 /// The deterministic tables of a run, compared byte for byte between runs that must agree
 /// (sharded vs unsharded, a disturbed run vs an undisturbed one).
-pub const TABLES: [&str; 8] = [
+pub const TABLES: [&str; 9] = [
     "detection.csv",
     "layers.csv",
     "false_alarms.csv",
     "comparisons.csv",
+    "verifier_cards.csv",
     "recovery.csv",
     "recovery_summary.csv",
     "detection_recovery.csv",
