@@ -304,6 +304,10 @@ fn each_protocol_fault_fires_on_the_reference_harness_with_its_ledger_effect() {
         ("tool.devtools_protocol_error", false, Some("fail")),
         // The click landed, then the page crashed: the harness reports the lost page.
         ("tool.devtools_crash_after_input", true, Some("fail")),
+        // The click landed at once; only its answer came 12-14 s late. The reference
+        // harness waits for it (it sets no per-call deadline), so the item is slow, not
+        // an infrastructure error.
+        ("tool.devtools_held_answer", true, None),
     ] {
         let out = dir.path().join(fault);
         run(
@@ -322,6 +326,12 @@ fn each_protocol_fault_fires_on_the_reference_harness_with_its_ledger_effect() {
             let w: serde_json::Value = serde_json::from_str(witness.as_deref().unwrap()).unwrap();
             assert_eq!(w["fault"], fault);
             assert!(!w["changes"].as_array().unwrap().is_empty(), "{fault}: {w}");
+            if fault == "tool.devtools_held_answer" {
+                let held = w["changes"][0]["changed"]["answered_after_ms"]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("the hold is in the witness: {w}"));
+                assert!((12_000..=14_000).contains(&held), "{w}");
+            }
         }
         let (verdicts, infra) = verdicts_and_infra(&out);
         assert_eq!(

@@ -72,7 +72,8 @@ impl Fault {
             | F::DevtoolsStaleScreenshot
             | F::DevtoolsUnsettledScreenshot
             | F::DevtoolsProtocolError
-            | F::DevtoolsCrashAfterInput => return None,
+            | F::DevtoolsCrashAfterInput
+            | F::DevtoolsHeldAnswer => return None,
             F::IframeNoChange => "MiniWoB++ pages have no iframe for a click to land in",
             F::CaptureBeforeTooltip | F::LocaleVariant | F::HoverHighlight | F::UnobservedValue => CHART,
             F::SlowResponse

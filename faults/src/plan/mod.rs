@@ -148,7 +148,8 @@ impl FaultPlan {
             | Fault::DevtoolsStaleScreenshot
             | Fault::DevtoolsUnsettledScreenshot
             | Fault::DevtoolsProtocolError
-            | Fault::DevtoolsCrashAfterInput => return None,
+            | Fault::DevtoolsCrashAfterInput
+            | Fault::DevtoolsHeldAnswer => return None,
         };
         Some(SiteInjection {
             fault: self.id().to_string(),

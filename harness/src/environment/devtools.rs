@@ -38,6 +38,10 @@ pub fn protocol_fault(fault: Fault, seed: u64) -> Option<ProtocolFault> {
         Fault::DevtoolsUnsettledScreenshot => ProtocolFault::UnsettledScreenshot,
         Fault::DevtoolsProtocolError => ProtocolFault::ProtocolError,
         Fault::DevtoolsCrashAfterInput => ProtocolFault::CrashAfterInput,
+        // Past a 10 s deadline for one call (faultline's own), as the hang fault is.
+        Fault::DevtoolsHeldAnswer => ProtocolFault::HeldAnswer {
+            hold: std::time::Duration::from_millis(12_000 + seed % 2_001),
+        },
         _ => return None,
     })
 }

@@ -124,3 +124,18 @@ pub(super) const UNSETTLED_SCREENSHOT: FaultSpec = FaultSpec {
     outcome_holds: true,
     not_fired_when: "the harness captured no screenshot after an action through the proxy, or captured before the proxy's own capture was answered",
 };
+
+pub(super) const HELD_ANSWER: FaultSpec = FaultSpec {
+    id: "tool.devtools_held_answer",
+    layer: Layer::Tool,
+    stage: Stage::Execute,
+    mechanism: M::Devtools,
+    tasks: tasks![Search, Grid, Frame, Chart, Form, Select, ..MINIWOB],
+    description: "the first action is delivered, and its answer is held back past a harness's per-call deadline",
+    injection: "the DevTools proxy relays the first mousePressed, keyDown or insertText at once and holds the browser's answer to it",
+    parameters: "the hold, 12000-14000 ms, from the trial seed: past a 10000 ms deadline for one call",
+    witness: "the held command: its method, how long its answer was held, the session, the time",
+    implies: "the action reached the page (the ledger has it); only its answer came late: a harness that gives up on the call reports a failure that did not happen, one that waits is only slower",
+    outcome_holds: true,
+    not_fired_when: "the harness sent no action through the proxy",
+};

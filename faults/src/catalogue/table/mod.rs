@@ -200,6 +200,8 @@ faults! {
     DevtoolsProtocolError = devtools::PROTOCOL_ERROR,
     /// Page.crash sent right after the first input.
     DevtoolsCrashAfterInput = devtools::CRASH_AFTER_INPUT,
+    /// The first action's answer held back past a per-call deadline.
+    DevtoolsHeldAnswer = devtools::HELD_ANSWER,
     // ---- self_report ----
     /// The agent claims it is done after stopping short.
     FalseCompletion = self_report::FALSE_COMPLETION,
