@@ -40,7 +40,8 @@ bench *WHAT: bench-stats bench-plugin bench-proxy bench-run bench-view
 # The environment API (`just bench env`): its own cost per item (a worker that reports
 # every item at once, without a browser: claim + scoring + report), then the default tasks'
 # 320 detection items run by the Playwright reference harness with 1, 4 and 10 workers,
-# beside faultline's built-in run of the same items. Load averages are printed with each.
+# beside faultline's built-in run of the same items, and the DevTools proxy's cost per item
+# (each item connected over CDP directly vs through its proxy). Load averages are printed.
 bench-env: chromium playwright
     #!/usr/bin/env bash
     set -euo pipefail
@@ -51,11 +52,13 @@ bench-env: chromium playwright
     harness="$PWD/examples/harnesses/playwright_harness.py"
     bin="$PWD/${CARGO_TARGET_DIR:-target}/release/faultline"
     case "${CARGO_TARGET_DIR:-}" in /*) bin="$CARGO_TARGET_DIR/release/faultline" ;; esac
-    timed() { # name, then the command; prints wall seconds and items/s
+    timed() { # name, then the command; prints wall, items/s and CPU per item (the whole
+        # process tree: faultline, the harness, both browsers)
         local name=$1; shift
-        local start=$EPOCHREALTIME
-        "$@" > "$tmp/$name.log" 2>&1 || { cat "$tmp/$name.log"; exit 1; }
-        awk -v n="$name" -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%-28s %6.1f s wall  %6.2f items/s\n", n, b - a, 320 / (b - a) }'
+        local TIMEFORMAT='%R %U %S'
+        { time "$@" > "$tmp/$name.log" 2>&1 || { cat "$tmp/$name.log"; exit 1; }; } 2> "$tmp/$name.time"
+        read -r wall user sys < "$tmp/$name.time"
+        awk -v n="$name" -v w="$wall" -v u="$user" -v s="$sys" 'BEGIN { printf "%-36s %6.1f s wall  %6.2f items/s  %6.3f CPU-s/item\n", n, w, 320 / w, (u + s) / 320 }'
     }
     config() { # workers, then the harness's flags
         local w=$1; shift
@@ -70,6 +73,11 @@ bench-env: chromium playwright
     for w in 1 4 10; do
         timed "playwright, $w worker(s)" "$bin" run --config "$(config $w)" --out "$tmp/pw$w"
     done
+    # The DevTools proxy's cost per item: the same harness, each item's browser connection
+    # made directly vs through its item's proxy (no fault armed: `reference` arms none on
+    # the protocol), one after the other.
+    timed "playwright, 4 workers, direct CDP" "$bin" run --config "$(config 4 --cdp)" --out "$tmp/cdp"
+    timed "playwright, 4 workers, via proxy" "$bin" run --config "$(config 4 --devtools)" --out "$tmp/proxy"
     load after
 
 # One judgement through the example Python verifier's process vs the built-in `generic` (criterion).

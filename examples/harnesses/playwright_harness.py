@@ -436,8 +436,9 @@ def free_port():
 
 
 def run_item_over_devtools(playwright, item, flags):
-    """The item, driven through the DevTools proxy its claim offers."""
-    print(f"item {item['item']}: over the DevTools proxy {item['devtools']}", file=sys.stderr)
+    """The item, driven over a CDP connection of its own to `devtools`: the proxy its
+    claim offers, or (--cdp) the browser itself."""
+    print(f"item {item['item']}: over CDP at {item['devtools']}", file=sys.stderr)
     browser = playwright.chromium.connect_over_cdp(item["devtools"])  # the one line
     try:
         return run_item(browser, item, flags)
@@ -469,6 +470,18 @@ def main():
         "--devtools",
         action="store_true",
         help="drive each item through the DevTools proxy the claim offers",
+    )
+    ap.add_argument(
+        "--devtools-worker",
+        action="store_true",
+        help="like --devtools, with one proxy for all this worker's items "
+        '(devtools_scope "worker"): one connection, kept across items',
+    )
+    ap.add_argument(
+        "--cdp",
+        action="store_true",
+        help="connect to each item's browser over CDP directly, as --devtools does through "
+        "the proxy (the baseline for the proxy's cost)",
     )
     ap.add_argument(
         "--dry",
@@ -503,10 +516,14 @@ def main():
     )
     args = ["--no-sandbox"] if os.geteuid() == 0 else []
     claim = {"worker": worker}
-    if flags.devtools:
+    if flags.devtools or flags.devtools_worker or flags.cdp:
         port = free_port()
         args.append(f"--remote-debugging-port={port}")
+    if flags.devtools or flags.devtools_worker:
         claim["devtools_upstream"] = f"http://127.0.0.1:{port}"
+    if flags.devtools_worker:
+        claim["devtools_scope"] = "worker"
+    kept = {}  # --devtools-worker: the one connection, by the proxy's URL
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, args=args)
         try:
@@ -546,8 +563,20 @@ def main():
                     report = {"stop_reason": "stopped"}
                 elif flags.dry:
                     report = {"verdict": "no_change", "message": "dry run: not opened"}
+                elif item.get("devtools") and flags.devtools_worker:
+                    if item["devtools"] not in kept:
+                        for old in kept.values():
+                            old.close()
+                        kept.clear()
+                        print(f"worker {worker}: one connection to {item['devtools']}", file=sys.stderr)
+                        kept[item["devtools"]] = p.chromium.connect_over_cdp(item["devtools"])
+                    report = run_item(kept[item["devtools"]], item, flags)
                 elif item.get("devtools"):
                     report = run_item_over_devtools(p, item, flags)
+                elif flags.cdp:
+                    report = run_item_over_devtools(
+                        p, dict(item, devtools=f"http://127.0.0.1:{port}"), flags
+                    )
                 else:
                     report = run_item(browser, item, flags)
                 status, told = api.call("POST", path, report)
@@ -556,6 +585,8 @@ def main():
                 if bad == "double":
                     api.call("POST", path, report)
         finally:
+            for kept_browser in kept.values():
+                kept_browser.close()
             browser.close()
 
 

@@ -382,3 +382,105 @@ fn a_chrome_offset_moves_the_click_by_the_seeds_offset() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_scoped_proxy_serves_all_its_items_one_at_a_time_and_outlives_each_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = serve(&dir.path().join("cfg"), &dir.path().join("run"));
+    let chrome = BrowserHandle::launch(&find_chromium(None).unwrap())
+        .await
+        .unwrap();
+    let upstream = format!("http://{}", chrome.devtools_addr().unwrap());
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let claim = |body: serde_json::Value| {
+        http.post(format!("{}/v1/claim", env.url))
+            .bearer_auth(&env.token)
+            .json(&body)
+            .send()
+    };
+    let report = |lease: String| {
+        http.post(format!("{}/v1/leases/{lease}/report", env.url))
+            .bearer_auth(&env.token)
+            .json(&serde_json::json!({"verdict": "no_change"}))
+            .send()
+    };
+    // The worker scope needs a worker to belong to.
+    let r = claim(serde_json::json!({"devtools_upstream": upstream, "devtools_scope": "worker"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400, "{}", r.text().await.unwrap());
+    let body = serde_json::json!({"worker": "w9", "devtools_upstream": upstream, "devtools_scope": "worker"});
+    let first: serde_json::Value = claim(body.clone()).await.unwrap().json().await.unwrap();
+    let proxy = first["item"]["devtools"]
+        .as_str()
+        .expect("a proxy")
+        .to_string();
+    // A second item while the first is held on the worker's proxy: refused, nothing taken.
+    let r = claim(body.clone()).await.unwrap();
+    assert_eq!(r.status(), 409);
+    let e: serde_json::Value = r.json().await.unwrap();
+    assert!(
+        e["error"].as_str().unwrap().contains("still holds lease"),
+        "{e}"
+    );
+    let r = report(first["item"]["lease"].as_str().unwrap().to_string())
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    // Reported, the lease is over and the worker's proxy is still there ...
+    let version = http
+        .get(format!("{proxy}/json/version"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        version.status(),
+        200,
+        "the worker's proxy ended with its lease"
+    );
+    // ... and the worker's next item is served on it.
+    let second: serde_json::Value = claim(body).await.unwrap().json().await.unwrap();
+    assert_eq!(second["item"]["devtools"], proxy.as_str(), "{second}");
+    assert_ne!(second["item"]["item"], first["item"]["item"]);
+    drop(env);
+    chrome.close().await;
+}
+
+#[test]
+fn a_harness_keeping_one_connection_gets_each_items_fault_on_that_item() {
+    let dir = tempfile::tempdir().unwrap();
+    let fault = "execution.devtools_scaled_pointer";
+    let out = dir.path().join("worker");
+    run(
+        &fault_config(&dir.path().join("cfg"), fault, &["--devtools-worker"]),
+        &out,
+    );
+    let log = std::fs::read_to_string(out.join("harness-w1.log")).unwrap();
+    assert_eq!(
+        log.matches("one connection to").count(),
+        1,
+        "one proxy, one connection for the worker's items: {log}"
+    );
+    let rows = fault_rows(&out);
+    assert_eq!(rows.len(), 2);
+    for (fired, truth, witness, reason, ledger) in &rows {
+        assert_eq!(*fired, Some(true), "{reason:?}");
+        assert!(!truth, "the scaled click lands off its target: {ledger}");
+        let w: serde_json::Value = serde_json::from_str(witness.as_deref().unwrap()).unwrap();
+        assert_eq!(w["fault"], fault);
+    }
+    // The working items of the same run (no protocol fault) are untouched on the same
+    // connection: each claim re-arms the worker's proxy with its own item's fault, none
+    // for a working item.
+    let db = Connection::open(out.join("results.sqlite")).unwrap();
+    let working: Vec<bool> = db
+        .prepare("SELECT truth_achieved FROM trials WHERE fault IS NULL")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(!working.is_empty(), "the run has working items");
+    assert!(working.iter().all(|&t| t), "{working:?}");
+}

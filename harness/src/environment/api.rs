@@ -145,6 +145,20 @@ struct ClaimBody {
     /// ([`super::devtools`]).
     #[serde(default)]
     devtools_upstream: Option<String>,
+    /// `"item"` (the default): a proxy of the lease's own, stopped when it ends;
+    /// `"worker"`: the worker's one proxy for all its items, re-armed at each claim
+    /// (needs `worker` and `devtools_upstream`).
+    #[serde(default)]
+    devtools_scope: DevtoolsScope,
+}
+
+/// Whose DevTools proxy serves a claimed item.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum DevtoolsScope {
+    #[default]
+    Item,
+    Worker,
 }
 
 async fn claim(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
@@ -170,6 +184,31 @@ async fn claim(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
         Some(Ok(a)) => Some(a),
         None => None,
     };
+    if body.devtools_scope == DevtoolsScope::Worker && (body.worker.is_none() || upstream.is_none())
+    {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "devtools_scope: \"worker\" needs the claim's `worker` and `devtools_upstream`",
+        );
+    }
+    if let (DevtoolsScope::Worker, Some(worker)) = (body.devtools_scope, body.worker.as_deref()) {
+        // One item at a time on a worker's proxy, or one item's fault could act on
+        // another's commands.
+        let held = shared.worker_proxies.holding(worker).await.filter(|l| {
+            shared
+                .board
+                .lock()
+                .expect("not poisoned")
+                .leased(l)
+                .is_some()
+        });
+        if let Some(held) = held {
+            return error(
+                StatusCode::CONFLICT,
+                format!("{worker} still holds lease {held} on its DevTools proxy (devtools_scope \"worker\"): report it before claiming another item"),
+            );
+        }
+    }
     let next = {
         let mut board = shared.board.lock().expect("not poisoned");
         board.next_pending().map(|i| (i, board.item(i).clone()))
@@ -211,6 +250,7 @@ async fn claim(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
         "format": offered.format,
         "space": offered.space,
     });
+    let worker = body.worker.clone();
     let deadline_ms = {
         let mut board = shared.board.lock().expect("not poisoned");
         let deadline = board.lease(lease_id.clone(), index, scope, offered, body.worker);
@@ -223,13 +263,17 @@ async fn claim(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
         item["budget"] = super::episode::budget(&shared.limits);
     }
     if let Some(upstream) = upstream {
-        match super::devtools::ItemProxy::start(
-            spec.spec().fault(),
-            spec.spec().trial_seed(),
-            upstream,
-        )
-        .await
-        {
+        let (fault, seed) = (spec.spec().fault(), spec.spec().trial_seed());
+        let started = match (body.devtools_scope, worker.as_deref()) {
+            (DevtoolsScope::Worker, Some(worker)) => {
+                shared
+                    .worker_proxies
+                    .claim(worker, upstream, &lease_id, fault, seed)
+                    .await
+            }
+            _ => super::devtools::ItemProxy::start(fault, seed, upstream).await,
+        };
+        match started {
             Ok(proxy) => {
                 item["devtools"] = json!(proxy.url());
                 let _ = shared

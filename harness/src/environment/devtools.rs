@@ -17,10 +17,11 @@
 //! opens its own WebSocket upstream and forwards none of the client's headers.
 
 use faultline_devtools::fault::{Armed, ProtocolFault};
-use faultline_devtools::{Proxy, Tamper};
+use faultline_devtools::{Proxy, Route, Step, Tamper};
 use faultline_faults::{Fault, Witness};
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The protocol fault an item's catalogue fault arms on its proxy, with its parameters
 /// drawn from the trial seed; `None` for a fault that is not on the protocol.
@@ -70,37 +71,60 @@ pub fn upstream(text: &str) -> Result<SocketAddr, String> {
     Ok(addr)
 }
 
-/// A lease's running proxy and the fault armed on it, if any.
+/// A lease's proxy and the fault armed on it, if any.
+///
+/// The proxy is the lease's own (a claim's default: it stops when the lease ends), or
+/// the worker's ([`WorkerProxy`], a claim with `"devtools_scope": "worker"`): one
+/// endpoint for all the worker's items, so a harness that keeps one browser connection
+/// for its life keeps it. The worker's proxy is re-armed with each item's fault at its
+/// claim and disarmed when the lease ends, so a fault acts on its own item only.
 pub struct ItemProxy {
-    proxy: Proxy,
+    endpoint: Endpoint,
     armed: Option<(Fault, Arc<Armed>)>,
+}
+
+enum Endpoint {
+    Own(Proxy),
+    Worker { url: String, slot: Arc<Slot> },
 }
 
 impl std::fmt::Debug for ItemProxy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ItemProxy")
-            .field("addr", &self.proxy.addr())
+            .field("url", &self.url())
             .field("armed", &self.armed.as_ref().map(|(f, _)| f.id()))
             .finish()
     }
 }
 
+/// `fault`'s protocol fault armed afresh (parameters from `seed`), when it has one.
+fn arm(fault: Option<Fault>, seed: u64) -> Option<(Fault, Arc<Armed>)> {
+    fault.and_then(|f| Some((f, Arc::new(Armed::new(protocol_fault(f, seed)?)))))
+}
+
 impl ItemProxy {
-    /// Starts a proxy to `upstream`, armed with `fault`'s protocol fault when it has one.
+    /// Starts a proxy of the lease's own to `upstream`, armed with `fault`'s protocol
+    /// fault when it has one.
     pub async fn start(
         fault: Option<Fault>,
         seed: u64,
         upstream: SocketAddr,
     ) -> std::io::Result<ItemProxy> {
-        let armed = fault.and_then(|f| Some((f, Arc::new(Armed::new(protocol_fault(f, seed)?)))));
+        let armed = arm(fault, seed);
         let tamper = armed.as_ref().map(|(_, a)| a.clone() as Arc<dyn Tamper>);
         let proxy = Proxy::start(upstream, tamper).await?;
-        Ok(ItemProxy { proxy, armed })
+        Ok(ItemProxy {
+            endpoint: Endpoint::Own(proxy),
+            armed,
+        })
     }
 
     /// What the harness connects to: `http://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
-        self.proxy.http_url()
+        match &self.endpoint {
+            Endpoint::Own(proxy) => proxy.http_url(),
+            Endpoint::Worker { url, .. } => url.clone(),
+        }
     }
 
     /// The armed fault's witness, when it changed a message: the first change in the
@@ -116,6 +140,131 @@ impl ItemProxy {
             ),
             armed.witness(),
         ))
+    }
+}
+
+impl Drop for ItemProxy {
+    /// A worker's proxy outlives the lease; the lease's fault does not.
+    fn drop(&mut self) {
+        if let Endpoint::Worker { slot, .. } = &self.endpoint {
+            let mine = self.armed.as_ref().map(|(_, a)| a);
+            slot.disarm_if(mine);
+        }
+    }
+}
+
+/// The fault a worker's proxy applies now: the current item's, or none between items.
+#[derive(Default)]
+pub struct Slot(Mutex<Option<Arc<Armed>>>);
+
+impl Slot {
+    fn current(&self) -> Option<Arc<Armed>> {
+        self.0.lock().expect("not poisoned").clone()
+    }
+
+    fn set(&self, armed: Option<Arc<Armed>>) {
+        *self.0.lock().expect("not poisoned") = armed;
+    }
+
+    /// Disarms the slot if `armed` is still the fault in it (a later item's is kept).
+    fn disarm_if(&self, armed: Option<&Arc<Armed>>) {
+        let mut slot = self.0.lock().expect("not poisoned");
+        let same = match (slot.as_ref(), armed) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, _) => true,
+            (Some(_), None) => false,
+        };
+        if same {
+            *slot = None;
+        }
+    }
+}
+
+impl Tamper for Slot {
+    fn command(&self, route: Route<'_>, message: &mut serde_json::Value) -> Step {
+        self.current()
+            .map_or(Step::Relay, |a| a.command(route, message))
+    }
+
+    fn message(&self, route: Route<'_>, message: &mut serde_json::Value) -> Step {
+        self.current()
+            .map_or(Step::Relay, |a| a.message(route, message))
+    }
+
+    fn injected_answer(
+        &self,
+        route: Route<'_>,
+        request: &serde_json::Value,
+        answer: &serde_json::Value,
+    ) {
+        if let Some(a) = self.current() {
+            a.injected_answer(route, request, answer);
+        }
+    }
+}
+
+/// A worker's proxy (`"devtools_scope": "worker"`): started at the worker's first
+/// claim, kept until the run ends or the worker names another browser.
+pub struct WorkerProxy {
+    proxy: Proxy,
+    upstream: SocketAddr,
+    slot: Arc<Slot>,
+    /// The lease whose fault is armed on it now.
+    lease: Option<String>,
+}
+
+/// Every worker's proxy, by worker name.
+#[derive(Default)]
+pub struct WorkerProxies(tokio::sync::Mutex<HashMap<String, WorkerProxy>>);
+
+impl WorkerProxies {
+    /// The lease whose fault `worker`'s proxy carries now, if it has one.
+    pub async fn holding(&self, worker: &str) -> Option<String> {
+        self.0
+            .lock()
+            .await
+            .get(worker)
+            .and_then(|w| w.lease.clone())
+    }
+
+    /// The item's proxy on `worker`'s own: started (or restarted for a new `upstream`)
+    /// when needed, then armed with the item's fault (its parameters from `seed`), which
+    /// replaces any earlier item's.
+    pub async fn claim(
+        &self,
+        worker: &str,
+        upstream: SocketAddr,
+        lease: &str,
+        fault: Option<Fault>,
+        seed: u64,
+    ) -> std::io::Result<ItemProxy> {
+        let mut all = self.0.lock().await;
+        if all.get(worker).is_some_and(|w| w.upstream != upstream) {
+            all.remove(worker);
+        }
+        let entry = match all.entry(worker.to_string()) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                let slot = Arc::new(Slot::default());
+                let proxy = Proxy::start(upstream, Some(slot.clone() as Arc<dyn Tamper>)).await?;
+                v.insert(WorkerProxy {
+                    proxy,
+                    upstream,
+                    slot,
+                    lease: None,
+                })
+            }
+        };
+        let armed = arm(fault, seed);
+        entry.slot.set(armed.as_ref().map(|(_, a)| a.clone()));
+        entry.lease = Some(lease.to_string());
+        Ok(ItemProxy {
+            endpoint: Endpoint::Worker {
+                url: entry.proxy.http_url(),
+                slot: entry.slot.clone(),
+            },
+            armed,
+        })
     }
 }
 

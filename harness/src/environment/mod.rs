@@ -139,6 +139,8 @@ pub(crate) struct Shared {
     pub limits: crate::engine::episode::EpisodeLimits,
     pub store: mpsc::UnboundedSender<ToStore>,
     pub out: PathBuf,
+    /// The proxies of workers that claim with `"devtools_scope": "worker"`.
+    pub worker_proxies: devtools::WorkerProxies,
 }
 
 /// Serves a run under `[harness]` to its external harness: the run directory opened as
@@ -269,6 +271,7 @@ async fn serve(
         limits: config.recovery.limits,
         store: store_tx,
         out: req.out.clone(),
+        worker_proxies: devtools::WorkerProxies::default(),
     });
     let api = api::Api::start(shared.clone(), options.bind)
         .await
