@@ -1,6 +1,6 @@
 //! The execution layer: input reaching (or not reaching) the page's handlers.
 
-use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Stage};
+use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Source, Stage};
 
 pub(super) const CLICK_SWALLOWED: FaultSpec = FaultSpec {
     id: "execution.click_swallowed",
@@ -15,6 +15,10 @@ pub(super) const CLICK_SWALLOWED: FaultSpec = FaultSpec {
     implies: "nothing is selected; nothing visible changes",
     outcome_holds: false,
     not_fired_when: "no click reached the layer",
+    source: Source::Report {
+        title: "microsoft/playwright#12298: [BUG] \"subtree intercepts pointer events\" when clicking component with scheduled rotation",
+        url: "https://github.com/microsoft/playwright/issues/12298",
+    },
 };
 
 pub(super) const CONTROL_DISABLED: FaultSpec = FaultSpec {
@@ -30,6 +34,9 @@ pub(super) const CONTROL_DISABLED: FaultSpec = FaultSpec {
     implies: "the click does nothing: no selection, no write",
     outcome_holds: false,
     not_fired_when: "the page's script did not run",
+    source: Source::DesignedHere {
+        reason: "A disabled control looks almost like an enabled one in a screenshot and ignores the click silently, so only a check of the outcome shows that nothing happened.",
+    },
 };
 
 pub(super) const HANDLER_THROWS: FaultSpec = FaultSpec {
@@ -45,6 +52,9 @@ pub(super) const HANDLER_THROWS: FaultSpec = FaultSpec {
     implies: "no selection, no write; the page records an uncaught error",
     outcome_holds: false,
     not_fired_when: "no click reached the target",
+    source: Source::DesignedHere {
+        reason: "A handler that throws leaves the page unchanged and reports only to the console, which a harness that judges by pixels or by its own tool message never reads.",
+    },
 };
 
 pub(super) const SELECT_IGNORED: FaultSpec = FaultSpec {
@@ -60,6 +70,9 @@ pub(super) const SELECT_IGNORED: FaultSpec = FaultSpec {
     implies: "the order keeps its old shipping speed (no choice applied)",
     outcome_holds: false,
     not_fired_when: "the menu's value never changed",
+    source: Source::DesignedHere {
+        reason: "A native select can show the chosen option while the page's own state never hears the change, so what the agent sees and what the site records disagree.",
+    },
 };
 
 pub(super) const MAIN_THREAD_HANG: FaultSpec = FaultSpec {
@@ -75,4 +88,7 @@ pub(super) const MAIN_THREAD_HANG: FaultSpec = FaultSpec {
     implies: "no selection, no write; the page runs no task (no timer, no event, no promise) until the hang ends, and the click never returns; a tool that waits forever, or reports success, is wrong",
     outcome_holds: false,
     not_fired_when: "no click reached the target",
+    source: Source::DesignedHere {
+        reason: "A page that blocks its main thread stops answering input and capture alike, and a harness must tell this measured hang from an infrastructure failure of its own.",
+    },
 };
