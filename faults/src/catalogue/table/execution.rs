@@ -34,8 +34,9 @@ pub(super) const CONTROL_DISABLED: FaultSpec = FaultSpec {
     implies: "the click does nothing: no selection, no write",
     outcome_holds: false,
     not_fired_when: "the page's script did not run",
-    source: Source::DesignedHere {
-        reason: "A disabled control looks almost like an enabled one in a screenshot and ignores the click silently, so only a check of the outcome shows that nothing happened.",
+    source: Source::Report {
+        title: "plasmate-labs/plasmate#386: fix(mcp): fail closed when clicking compiled disabled controls",
+        url: "https://github.com/plasmate-labs/plasmate/pull/386",
     },
 };
 
@@ -70,8 +71,9 @@ pub(super) const SELECT_IGNORED: FaultSpec = FaultSpec {
     implies: "the order keeps its old shipping speed (no choice applied)",
     outcome_holds: false,
     not_fired_when: "the menu's value never changed",
-    source: Source::DesignedHere {
-        reason: "A native select can show the chosen option while the page's own state never hears the change, so what the agent sees and what the site records disagree.",
+    source: Source::Report {
+        title: "alibaba/page-agent#704: fix(page-controller): set a select through the native value setter",
+        url: "https://github.com/alibaba/page-agent/pull/704",
     },
 };
 
