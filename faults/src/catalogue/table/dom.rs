@@ -35,8 +35,9 @@ pub(super) const DUPLICATE_LABEL: FaultSpec = FaultSpec {
     implies: "the promoted copy is selected, not the target (the ledger knows them apart by id)",
     outcome_holds: false,
     not_fired_when: "never (the page is rendered that way)",
-    source: Source::DesignedHere {
-        reason: "Pages often carry two controls with the same text (a promoted copy, a sticky header's duplicate), and an agent that targets by label alone picks the wrong one.",
+    source: Source::Report {
+        title: "brennhill/Kaboom-Browser-AI-Devtools-MCP#316: Ambiguous text selectors silently click first match",
+        url: "https://github.com/brennhill/Kaboom-Browser-AI-Devtools-MCP/issues/316",
     },
 };
 

@@ -90,7 +90,8 @@ pub(super) const MAIN_THREAD_HANG: FaultSpec = FaultSpec {
     implies: "no selection, no write; the page runs no task (no timer, no event, no promise) until the hang ends, and the click never returns; a tool that waits forever, or reports success, is wrong",
     outcome_holds: false,
     not_fired_when: "no click reached the target",
-    source: Source::DesignedHere {
-        reason: "A page that blocks its main thread stops answering input and capture alike, and a harness must tell this measured hang from an infrastructure failure of its own.",
+    source: Source::Report {
+        title: "microsoft/playwright#13253: [Feature] evaluate timeout",
+        url: "https://github.com/microsoft/playwright/issues/13253",
     },
 };

@@ -35,8 +35,9 @@ pub(super) const OPTIMISTIC_TOAST: FaultSpec = FaultSpec {
     implies: "no write was committed",
     outcome_holds: false,
     not_fired_when: "the page sent no save request",
-    source: Source::DesignedHere {
-        reason: "Optimistic interfaces confirm a write before the server has accepted it, so a verifier that trusts the page's own success message is told a rejected save succeeded.",
+    source: Source::Report {
+        title: "vavallee/bindery#551: WantedPage: optimistic-update path lacks rollback when second API call fails",
+        url: "https://github.com/vavallee/bindery/issues/551",
     },
 };
 
