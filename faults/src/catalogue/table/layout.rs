@@ -53,7 +53,8 @@ pub(super) const VIEWPORT_CHANGED: FaultSpec = FaultSpec {
     implies: "the board moves by half the width change: the click misses the target",
     outcome_holds: false,
     not_fired_when: "the viewport could not be changed",
-    source: Source::DesignedHere {
-        reason: "A window resized or a devtools panel docked behind the harness's back re-flows a responsive page, so coordinates taken from the last screenshot no longer point at the target.",
+    source: Source::Report {
+        title: "browserbase/stagehand#1023: fix: set viewport to 1024x768 to make cua models work on advanced stealth",
+        url: "https://github.com/browserbase/stagehand/pull/1023",
     },
 };

@@ -53,7 +53,8 @@ pub(super) const UNOBSERVED_VALUE: FaultSpec = FaultSpec {
     implies: "no observation the agent received showed the value: not a success, even if the number is right",
     outcome_holds: false,
     not_fired_when: "the reply had no hover",
-    source: Source::DesignedHere {
-        reason: "A model asked for a value can answer from priors without having looked, and only a harness that checks the answer was in an observation catches it.",
+    source: Source::Report {
+        title: "NorthlandPositronics/Cogtrix#350: agent fabricates detailed research answer when all search_web calls return empty",
+        url: "https://github.com/NorthlandPositronics/Cogtrix/issues/350",
     },
 };

@@ -53,7 +53,8 @@ pub(super) const REQUEST_HANGS: FaultSpec = FaultSpec {
     implies: "the search never ran: nothing was submitted",
     outcome_holds: false,
     not_fired_when: "no search was submitted",
-    source: Source::DesignedHere {
-        reason: "A request that is never answered leaves the page waiting forever with no error to show, so only a harness that bounds its waits and checks the outcome notices.",
+    source: Source::Report {
+        title: "microsoft/vscode#280736: Fetch tool never times out",
+        url: "https://github.com/microsoft/vscode/issues/280736",
     },
 };
