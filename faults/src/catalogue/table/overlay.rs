@@ -16,7 +16,7 @@ pub(super) const COOKIE_BANNER: FaultSpec = FaultSpec {
     outcome_holds: false,
     not_fired_when: "no pointer event reached the banner",
     source: Source::Report {
-        title: "microsoft/playwright#3449: feat(click): provide preview of the element intercepting pointer events (a cookie dialog intercepting the click)",
+        title: "microsoft/playwright#3449: feat(click): provide preview of the element intercepting pointer events",
         url: "https://github.com/microsoft/playwright/pull/3449",
     },
 };
