@@ -39,7 +39,7 @@ pub mod site;
 mod suggest;
 mod witness;
 
-pub use catalogue::{Fault, FaultSpec, Layer, Mechanism, Stage};
+pub use catalogue::{Fault, FaultSpec, Layer, Mechanism, Source, Stage};
 pub use plan::{
     target_rect, BeforeAct, FaultPlan, FeedbackContext, FALSE_CLAIM, LEAKED_TOKEN,
     NO_CHANGE_MESSAGE, RESULTS_MARKER,

@@ -99,9 +99,39 @@ fn list_faults_prints_the_whole_catalogue_as_a_table_and_as_json() {
         "description",
         "witness",
         "implies",
+        "source",
     ] {
         assert!(entries.iter().all(|e| e.get(key).is_some()), "{key}");
     }
+    // Every source is an object tagged by its kind, with that kind's fields filled.
+    for e in entries {
+        let source = e["source"].as_object().expect("source is an object");
+        let fields: &[&str] = match source["kind"].as_str().expect("source has a kind") {
+            "report" => &["title", "url"],
+            "paper" => &["title", "section"],
+            "standard" => &["name", "section"],
+            "reference_experiment" => &["section"],
+            "designed_here" => &["reason"],
+            other => panic!("{}: unknown source kind {other}", e["id"]),
+        };
+        for field in fields {
+            let text = source.get(*field).and_then(|v| v.as_str()).unwrap_or("");
+            assert!(!text.is_empty(), "{}: source {field} empty", e["id"]);
+        }
+        if let Some(url) = source.get("url") {
+            assert!(url.as_str().unwrap().starts_with("https://"), "{}", e["id"]);
+        }
+    }
+    let reference: std::collections::BTreeSet<&str> = entries
+        .iter()
+        .filter(|e| e["source"]["kind"] == "reference_experiment")
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    let stage: std::collections::BTreeSet<&str> = faultline_faults::Fault::STAGE
+        .iter()
+        .map(|f| f.id())
+        .collect();
+    assert_eq!(reference, stage);
     let (code, _, stderr) = faultline(&["list", "fautls"]);
     assert_eq!(code, 2, "{stderr}");
 }

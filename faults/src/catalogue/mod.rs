@@ -3,7 +3,7 @@
 //!
 //! | room | what it holds |
 //! |------|---------------|
-//! | `vocabulary.rs` | [`Layer`], [`Stage`], [`Mechanism`] and [`FaultSpec`], the words an entry is written in |
+//! | `vocabulary.rs` | [`Layer`], [`Stage`], [`Mechanism`], [`Source`] and [`FaultSpec`], the words an entry is written in |
 //! | `table/` | the `faults!` table making [`Fault`] (`mod.rs`), and the entries, one file per layer (`transport.rs`, `http.rs`, ...; the four reference stage faults in `stage.rs`) |
 //! | `accessors.rs` | what a fault is, read off its entry ([`Fault::layer`], [`Fault::tasks`], ...), [`Fault::STAGE`] and the MiniWoB++ applicability |
 //! | `names.rs` | a fault by its id: display, parsing, serde and close-match suggestions |
@@ -17,4 +17,4 @@ mod vocabulary;
 
 pub(crate) use names::suggestions;
 pub use table::Fault;
-pub use vocabulary::{FaultSpec, Layer, Mechanism, Stage};
+pub use vocabulary::{FaultSpec, Layer, Mechanism, Source, Stage};

@@ -135,3 +135,124 @@ fn a_fault_that_says_it_draws_no_parameter_does_the_same_under_any_seed() {
         "no fault that draws a parameter differed by seed"
     );
 }
+
+#[test]
+fn every_fault_names_its_source() {
+    let filled = |field: &str, text: &str, f: Fault| {
+        assert!(
+            !text.trim().is_empty(),
+            "{}: an empty {field} in its source",
+            f.id()
+        );
+        assert_eq!(text, text.trim(), "{}: {field} has stray spaces", f.id());
+    };
+    let mut urls = BTreeSet::new();
+    for &f in Fault::ALL {
+        match f.spec().source {
+            Source::Report { title, url } => {
+                filled("title", title, f);
+                assert!(
+                    well_formed_https(url),
+                    "{}: not an https URL: {url}",
+                    f.id()
+                );
+                assert!(urls.insert(url), "{}: {url} is cited twice", f.id());
+            }
+            Source::Paper { title, section } => {
+                filled("title", title, f);
+                filled("section", section, f);
+            }
+            Source::Standard { name, section } => {
+                filled("name", name, f);
+                filled("section", section, f);
+            }
+            Source::ReferenceExperiment { section } => {
+                filled("section", section, f);
+                assert!(
+                    Fault::STAGE.contains(&f),
+                    "{}: only the reference stage faults come from the reference experiment",
+                    f.id()
+                );
+            }
+            Source::DesignedHere { reason } => {
+                filled("reason", reason, f);
+                assert!(
+                    is_a_sentence(reason),
+                    "{}: not a sentence: {reason}",
+                    f.id()
+                );
+            }
+        }
+    }
+    for f in Fault::STAGE {
+        assert!(
+            matches!(f.spec().source, Source::ReferenceExperiment { .. }),
+            "{}: a reference stage fault cites the reference experiment",
+            f.id()
+        );
+    }
+}
+
+/// `https://host/path`: the scheme, a dotted host of letters, digits and dashes, and no
+/// spaces or characters that would break a Markdown link.
+fn well_formed_https(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("https://") else {
+        return false;
+    };
+    let host = rest.split('/').next().unwrap_or("");
+    let host_ok = host.contains('.')
+        && host
+            .split('.')
+            .all(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));
+    let path_ok = !rest
+        .chars()
+        .any(|c| c.is_whitespace() || "()<>\"'`[]".contains(c));
+    host_ok && path_ok
+}
+
+/// A reason is a real sentence: a capital letter first, a full stop last, several words,
+/// and no placeholder.
+fn is_a_sentence(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    let placeholder = ["todo", "tbd", "fixme", "xxx", "placeholder", "lorem"]
+        .iter()
+        .any(|p| lower.split(|c: char| !c.is_alphanumeric()).any(|w| w == *p));
+    text.chars().next().is_some_and(char::is_uppercase)
+        && text.ends_with('.')
+        && text.split_whitespace().count() >= 8
+        && !placeholder
+}
+
+#[test]
+fn the_source_checks_refuse_what_they_should() {
+    assert!(well_formed_https("https://github.com/o/r/issues/1"));
+    for bad in [
+        "http://github.com/o/r/issues/1",
+        "https://",
+        "https://localhost/x",
+        "https://github.com/o r",
+        "github.com/o/r",
+    ] {
+        assert!(!well_formed_https(bad), "{bad}");
+    }
+    assert!(is_a_sentence(
+        "A page that hangs blocks every input, so the harness must bound its waits."
+    ));
+    for bad in [
+        "TODO",
+        "todo: write the reason for this one later on please.",
+        "designed here",
+        "a lower-case start with no full stop at all here",
+    ] {
+        assert!(!is_a_sentence(bad), "{bad}");
+    }
+}
+
+#[test]
+fn the_readme_lists_every_fault_with_its_source() {
+    let readme = include_str!("../../../README.md");
+    for &f in Fault::ALL {
+        let row = format!("| `{}` | {} |", f.id(), f.spec().source.markdown());
+        assert!(readme.contains(&row), "README lacks the row\n{row}");
+    }
+}

@@ -110,4 +110,65 @@ pub struct FaultSpec {
     pub outcome_holds: bool,
     /// When it can fail to fire, and what that means.
     pub not_fired_when: &'static str,
+    /// What it mirrors: the public report, paper or standard it reproduces, the reference
+    /// experiment, or why it was designed here without one.
+    pub source: Source,
+}
+
+/// Where a fault comes from: every entry names one, so a fault cannot join the catalogue
+/// without saying what real failure it stands for.
+///
+/// Serialized (in `faultline list faults --json`) as an object tagged by `kind`, e.g.
+/// `{"kind": "report", "title": "...", "url": "https://..."}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Source {
+    /// A public bug report or pull request showing the failure in a real tool.
+    Report {
+        /// Where it was filed and its title, e.g. `owner/repo#12: what broke`.
+        title: &'static str,
+        /// Its address (https).
+        url: &'static str,
+    },
+    /// A paper describing the failure or the attack.
+    Paper {
+        /// Its title, authors and year.
+        title: &'static str,
+        /// The part of it the fault mirrors.
+        section: &'static str,
+    },
+    /// A standard defining the behaviour the fault exercises.
+    Standard {
+        /// The standard, e.g. `RFC 9110 (HTTP Semantics)`.
+        name: &'static str,
+        /// The section, e.g. `15.6.1 500 Internal Server Error`.
+        section: &'static str,
+    },
+    /// The reference experiment: the four reference stage faults of the design brief,
+    /// one per stage of the action round trip.
+    ReferenceExperiment {
+        /// Its row: the stage and the defect planted there.
+        section: &'static str,
+    },
+    /// No public report was found: the failure mode was designed here.
+    DesignedHere {
+        /// One sentence: why the failure mode matters.
+        reason: &'static str,
+    },
+}
+
+impl Source {
+    /// The source as one Markdown cell (the README's provenance table is checked
+    /// against it).
+    pub fn markdown(self) -> String {
+        match self {
+            Source::Report { title, url } => format!("report: [{title}]({url})"),
+            Source::Paper { title, section } => format!("paper: {title}, {section}"),
+            Source::Standard { name, section } => format!("standard: {name}, {section}"),
+            Source::ReferenceExperiment { section } => {
+                format!("the reference experiment: {section}")
+            }
+            Source::DesignedHere { reason } => format!("designed here: {reason}"),
+        }
+    }
 }

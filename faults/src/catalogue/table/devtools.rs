@@ -3,7 +3,7 @@
 //! harness that connects through the proxy, and never to faultline's built-in runs.
 //! Their witness is the proxy's record of the message it changed.
 
-use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Stage};
+use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Source, Stage};
 
 pub(super) const SCALED_POINTER: FaultSpec = FaultSpec {
     id: "execution.devtools_scaled_pointer",
@@ -18,6 +18,10 @@ pub(super) const SCALED_POINTER: FaultSpec = FaultSpec {
     implies: "the click lands at 0.75x its point: off the target, so nothing (or the wrong thing) is selected",
     outcome_holds: false,
     not_fired_when: "the harness sent no mouse event through the proxy (it never clicked, or did not connect through it)",
+    source: Source::Report {
+        title: "trycua/cua#898: [computer-server] MCP screenshot auto-resize breaks coordinates translation",
+        url: "https://github.com/trycua/cua/issues/898",
+    },
 };
 
 pub(super) const DROPPED_RELEASE: FaultSpec = FaultSpec {
@@ -33,6 +37,9 @@ pub(super) const DROPPED_RELEASE: FaultSpec = FaultSpec {
     implies: "the page saw a press without a release: no click, nothing selected",
     outcome_holds: false,
     not_fired_when: "the harness released no mouse button through the proxy",
+    source: Source::DesignedHere {
+        reason: "A click is two protocol messages, and a driver that loses the release while reporting the click as done leaves a press that never became a click.",
+    },
 };
 
 pub(super) const STALE_SCREENSHOT: FaultSpec = FaultSpec {
@@ -48,6 +55,10 @@ pub(super) const STALE_SCREENSHOT: FaultSpec = FaultSpec {
     implies: "nothing on the page: the action happened as the ledger shows; only the harness's observation is stale",
     outcome_holds: true,
     not_fired_when: "the harness captured no screenshot after an action through the proxy",
+    source: Source::Report {
+        title: "kunchenguid/chrome-devtools-axi#99: screenshot returns a stale frame after navigation",
+        url: "https://github.com/kunchenguid/chrome-devtools-axi/issues/99",
+    },
 };
 
 pub(super) const PROTOCOL_ERROR: FaultSpec = FaultSpec {
@@ -63,6 +74,10 @@ pub(super) const PROTOCOL_ERROR: FaultSpec = FaultSpec {
     implies: "the first action never reached the page; what follows depends on the harness (a retry may still achieve it)",
     outcome_holds: false,
     not_fired_when: "the harness sent no action through the proxy",
+    source: Source::Report {
+        title: "puppeteer/puppeteer#11924: [Bug]: Target closed when doing a page.click",
+        url: "https://github.com/puppeteer/puppeteer/issues/11924",
+    },
 };
 
 pub(super) const CRASH_AFTER_INPUT: FaultSpec = FaultSpec {
@@ -78,6 +93,10 @@ pub(super) const CRASH_AFTER_INPUT: FaultSpec = FaultSpec {
     implies: "the first input reached the page (the ledger has it) and nothing after it did: a one-click task may be done, a longer one is not; nothing later is observed",
     outcome_holds: false,
     not_fired_when: "the harness completed no input through the proxy",
+    source: Source::Report {
+        title: "puppeteer/puppeteer#5974: Error: Page crashed! at Page._onTargetCrashed",
+        url: "https://github.com/puppeteer/puppeteer/issues/5974",
+    },
 };
 
 pub(super) const DEVICE_PIXELS: FaultSpec = FaultSpec {
@@ -93,6 +112,10 @@ pub(super) const DEVICE_PIXELS: FaultSpec = FaultSpec {
     implies: "the click lands at twice its point, off the target (or outside the viewport, where it hits nothing)",
     outcome_holds: false,
     not_fired_when: "the harness sent no mouse event through the proxy",
+    source: Source::Report {
+        title: "AmrDab/clawdcursor#154: macOS HiDPI/Retina: mouse_* clicks & drags land 2x off-target",
+        url: "https://github.com/AmrDab/clawdcursor/issues/154",
+    },
 };
 
 pub(super) const CHROME_OFFSET: FaultSpec = FaultSpec {
@@ -108,6 +131,10 @@ pub(super) const CHROME_OFFSET: FaultSpec = FaultSpec {
     implies: "the click lands the offset below its point: on whatever is there instead of the target",
     outcome_holds: false,
     not_fired_when: "the harness sent no mouse event through the proxy",
+    source: Source::Report {
+        title: "CursorTouch/Windows-MCP#99: Click location problem",
+        url: "https://github.com/CursorTouch/Windows-MCP/issues/99",
+    },
 };
 
 pub(super) const UNSETTLED_SCREENSHOT: FaultSpec = FaultSpec {
@@ -123,6 +150,10 @@ pub(super) const UNSETTLED_SCREENSHOT: FaultSpec = FaultSpec {
     implies: "nothing on the page: the action happened as the ledger shows; only the harness's observation misses what the page did after it",
     outcome_holds: true,
     not_fired_when: "the harness captured no screenshot after an action through the proxy, or captured before the proxy's own capture was answered",
+    source: Source::Report {
+        title: "browserbase/stagehand#1635: Agent screenshot timing issues",
+        url: "https://github.com/browserbase/stagehand/issues/1635",
+    },
 };
 
 pub(super) const HELD_ANSWER: FaultSpec = FaultSpec {

@@ -1,7 +1,7 @@
 //! The DOM layer: document structure (re-renders, duplicates, shadow roots,
 //! virtualization).
 
-use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Stage};
+use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Source, Stage};
 
 pub(super) const STALE_ELEMENT: FaultSpec = FaultSpec {
     id: "dom.stale_element",
@@ -16,6 +16,10 @@ pub(super) const STALE_ELEMENT: FaultSpec = FaultSpec {
     implies: "no item is selected",
     outcome_holds: false,
     not_fired_when: "no press reached a button",
+    source: Source::Report {
+        title: "webdriverio/webdriverio#1396: Selenium \"Element is no longer attached to the DOM\" error not bubbled up, causes infinite loop",
+        url: "https://github.com/webdriverio/webdriverio/issues/1396",
+    },
 };
 
 pub(super) const DUPLICATE_LABEL: FaultSpec = FaultSpec {
@@ -31,6 +35,10 @@ pub(super) const DUPLICATE_LABEL: FaultSpec = FaultSpec {
     implies: "the promoted copy is selected, not the target (the ledger knows them apart by id)",
     outcome_holds: false,
     not_fired_when: "never (the page is rendered that way)",
+    source: Source::Report {
+        title: "brennhill/Kaboom-Browser-AI-Devtools-MCP#316: Ambiguous text selectors silently click first match",
+        url: "https://github.com/brennhill/Kaboom-Browser-AI-Devtools-MCP/issues/316",
+    },
 };
 
 pub(super) const SHADOW_ROOT: FaultSpec = FaultSpec {
@@ -46,6 +54,10 @@ pub(super) const SHADOW_ROOT: FaultSpec = FaultSpec {
     implies: "the target is selected: the outcome happens; a DOM-reading check cannot see it",
     outcome_holds: true,
     not_fired_when: "the page's script did not run",
+    source: Source::Report {
+        title: "microsoft/playwright#23047: [Feature] Allow forcing open closed shadow DOM roots",
+        url: "https://github.com/microsoft/playwright/issues/23047",
+    },
 };
 
 pub(super) const VIRTUALIZED_LIST: FaultSpec = FaultSpec {
@@ -61,6 +73,10 @@ pub(super) const VIRTUALIZED_LIST: FaultSpec = FaultSpec {
     implies: "another row is selected",
     outcome_holds: false,
     not_fired_when: "the target happened to be in view",
+    source: Source::Report {
+        title: "apireno/DOMShell#35: Virtualized lists: scroll command doesn't advance the inner scroll container",
+        url: "https://github.com/apireno/DOMShell/issues/35",
+    },
 };
 
 pub(super) const NEVER_SETTLES: FaultSpec = FaultSpec {
@@ -76,4 +92,7 @@ pub(super) const NEVER_SETTLES: FaultSpec = FaultSpec {
     implies: "the action works as usual (the outcome holds); a wait for a stable DOM never ends without a cap, and every before/after comparison sees a change",
     outcome_holds: true,
     not_fired_when: "the page's script did not run",
+    source: Source::DesignedHere {
+        reason: "Tickers, feeds and clocks keep rewriting the page, so a harness that waits for the DOM to go quiet either never observes or gives up on a timeout it reports as something else.",
+    },
 };

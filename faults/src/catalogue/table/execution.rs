@@ -1,6 +1,6 @@
 //! The execution layer: input reaching (or not reaching) the page's handlers.
 
-use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Stage};
+use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Source, Stage};
 
 pub(super) const CLICK_SWALLOWED: FaultSpec = FaultSpec {
     id: "execution.click_swallowed",
@@ -15,6 +15,10 @@ pub(super) const CLICK_SWALLOWED: FaultSpec = FaultSpec {
     implies: "nothing is selected; nothing visible changes",
     outcome_holds: false,
     not_fired_when: "no click reached the layer",
+    source: Source::Report {
+        title: "microsoft/playwright#12298: [BUG] \"subtree intercepts pointer events\" when clicking component with scheduled rotation",
+        url: "https://github.com/microsoft/playwright/issues/12298",
+    },
 };
 
 pub(super) const CONTROL_DISABLED: FaultSpec = FaultSpec {
@@ -30,6 +34,10 @@ pub(super) const CONTROL_DISABLED: FaultSpec = FaultSpec {
     implies: "the click does nothing: no selection, no write",
     outcome_holds: false,
     not_fired_when: "the page's script did not run",
+    source: Source::Report {
+        title: "plasmate-labs/plasmate#386: fix(mcp): fail closed when clicking compiled disabled controls",
+        url: "https://github.com/plasmate-labs/plasmate/pull/386",
+    },
 };
 
 pub(super) const HANDLER_THROWS: FaultSpec = FaultSpec {
@@ -45,6 +53,9 @@ pub(super) const HANDLER_THROWS: FaultSpec = FaultSpec {
     implies: "no selection, no write; the page records an uncaught error",
     outcome_holds: false,
     not_fired_when: "no click reached the target",
+    source: Source::DesignedHere {
+        reason: "A handler that throws leaves the page unchanged and reports only to the console, which a harness that judges by pixels or by its own tool message never reads.",
+    },
 };
 
 pub(super) const SELECT_IGNORED: FaultSpec = FaultSpec {
@@ -60,6 +71,10 @@ pub(super) const SELECT_IGNORED: FaultSpec = FaultSpec {
     implies: "the order keeps its old shipping speed (no choice applied)",
     outcome_holds: false,
     not_fired_when: "the menu's value never changed",
+    source: Source::Report {
+        title: "alibaba/page-agent#704: fix(page-controller): set a select through the native value setter",
+        url: "https://github.com/alibaba/page-agent/pull/704",
+    },
 };
 
 pub(super) const MAIN_THREAD_HANG: FaultSpec = FaultSpec {
@@ -75,4 +90,8 @@ pub(super) const MAIN_THREAD_HANG: FaultSpec = FaultSpec {
     implies: "no selection, no write; the page runs no task (no timer, no event, no promise) until the hang ends, and the click never returns; a tool that waits forever, or reports success, is wrong",
     outcome_holds: false,
     not_fired_when: "no click reached the target",
+    source: Source::Report {
+        title: "microsoft/playwright#13253: [Feature] evaluate timeout",
+        url: "https://github.com/microsoft/playwright/issues/13253",
+    },
 };

@@ -1,6 +1,6 @@
 //! The HTTP layer: status codes (server errors, rate limits, expired sessions).
 
-use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Stage};
+use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Source, Stage};
 
 pub(super) const SERVER_ERROR: FaultSpec = FaultSpec {
     id: "http.server_error",
@@ -15,6 +15,10 @@ pub(super) const SERVER_ERROR: FaultSpec = FaultSpec {
     implies: "the search never ran: nothing was submitted",
     outcome_holds: false,
     not_fired_when: "no search was submitted",
+    source: Source::Standard {
+        name: "RFC 9110 (HTTP Semantics)",
+        section: "15.6.1 500 Internal Server Error",
+    },
 };
 
 pub(super) const SERVICE_UNAVAILABLE: FaultSpec = FaultSpec {
@@ -30,6 +34,10 @@ pub(super) const SERVICE_UNAVAILABLE: FaultSpec = FaultSpec {
     implies: "the first search never ran; a retry after a second would",
     outcome_holds: false,
     not_fired_when: "no search was submitted",
+    source: Source::Standard {
+        name: "RFC 9110 (HTTP Semantics)",
+        section: "15.6.4 503 Service Unavailable and 10.2.3 Retry-After",
+    },
 };
 
 pub(super) const RATE_LIMITED: FaultSpec = FaultSpec {
@@ -45,6 +53,10 @@ pub(super) const RATE_LIMITED: FaultSpec = FaultSpec {
     implies: "no write was committed",
     outcome_holds: false,
     not_fired_when: "the page sent no save request",
+    source: Source::Report {
+        title: "earendil-works/pi#9595: Bug: agent-level retry ignores Retry-After on 429",
+        url: "https://github.com/earendil-works/pi/issues/9595",
+    },
 };
 
 pub(super) const SESSION_EXPIRED: FaultSpec = FaultSpec {
@@ -60,4 +72,8 @@ pub(super) const SESSION_EXPIRED: FaultSpec = FaultSpec {
     implies: "no write was committed; the browser is on the login page",
     outcome_holds: false,
     not_fired_when: "the page sent no save request",
+    source: Source::Standard {
+        name: "RFC 9110 (HTTP Semantics)",
+        section: "15.5.2 401 Unauthorized",
+    },
 };

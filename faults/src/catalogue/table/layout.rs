@@ -1,6 +1,6 @@
 //! The layout layer: geometry (moves, reorders, viewport changes).
 
-use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Stage};
+use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Source, Stage};
 
 pub(super) const TARGET_SHIFT: FaultSpec = FaultSpec {
     id: "layout.target_shift",
@@ -15,6 +15,10 @@ pub(super) const TARGET_SHIFT: FaultSpec = FaultSpec {
     implies: "the click lands where the target was: on something else",
     outcome_holds: false,
     not_fired_when: "the page's shift hook did not run",
+    source: Source::Report {
+        title: "learningequality/kolibri#8675: shifting UI elements cause a 'missed click'",
+        url: "https://github.com/learningequality/kolibri/issues/8675",
+    },
 };
 
 pub(super) const REORDERED: FaultSpec = FaultSpec {
@@ -31,6 +35,9 @@ pub(super) const REORDERED: FaultSpec = FaultSpec {
     implies: "the click selects whichever item moved into the target's box",
     outcome_holds: false,
     not_fired_when: "the permutation left the target in place",
+    source: Source::DesignedHere {
+        reason: "Sorted and live-updating lists reorder between a screenshot and the click it informs, so a point chosen from the old order selects a different item.",
+    },
 };
 
 pub(super) const VIEWPORT_CHANGED: FaultSpec = FaultSpec {
@@ -46,4 +53,8 @@ pub(super) const VIEWPORT_CHANGED: FaultSpec = FaultSpec {
     implies: "the board moves by half the width change: the click misses the target",
     outcome_holds: false,
     not_fired_when: "the viewport could not be changed",
+    source: Source::Report {
+        title: "browserbase/stagehand#1023: fix: set viewport to 1024x768 to make cua models work on advanced stealth",
+        url: "https://github.com/browserbase/stagehand/pull/1023",
+    },
 };

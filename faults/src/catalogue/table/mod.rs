@@ -6,7 +6,8 @@
 //! so the table itself stays in this one file, one short line per fault; the entries it
 //! names (each a [`FaultSpec`] constant) live one file per layer, with the four
 //! reference stage faults in `stage.rs`. Adding a fault is a constant in its layer's
-//! file, a line here and its arm in `Fault::miniwob_not_applicable`.
+//! file (its [`source`](FaultSpec::source) included, with its row in the README's
+//! provenance table), a line here and its arm in `Fault::miniwob_not_applicable`.
 
 use super::FaultSpec;
 

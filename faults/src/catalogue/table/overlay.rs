@@ -1,6 +1,6 @@
 //! The overlay layer: things drawn over the page (banners, modals, popups).
 
-use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Stage};
+use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Source, Stage};
 
 pub(super) const COOKIE_BANNER: FaultSpec = FaultSpec {
     id: "overlay.cookie_banner",
@@ -15,6 +15,10 @@ pub(super) const COOKIE_BANNER: FaultSpec = FaultSpec {
     implies: "the click hits the banner: the target is not selected",
     outcome_holds: false,
     not_fired_when: "no pointer event reached the banner",
+    source: Source::Report {
+        title: "microsoft/playwright#3449: feat(click): provide preview of the element intercepting pointer events",
+        url: "https://github.com/microsoft/playwright/pull/3449",
+    },
 };
 
 pub(super) const MODAL: FaultSpec = FaultSpec {
@@ -31,6 +35,10 @@ pub(super) const MODAL: FaultSpec = FaultSpec {
     implies: "the action never reaches the page underneath",
     outcome_holds: false,
     not_fired_when: "no pointer event reached the backdrop",
+    source: Source::Report {
+        title: "microsoft/playwright-python#500: page.click() is not working if covered by overlay",
+        url: "https://github.com/microsoft/playwright-python/issues/500",
+    },
 };
 
 pub(super) const DECOY_POPUP: FaultSpec = FaultSpec {
@@ -47,4 +55,8 @@ pub(super) const DECOY_POPUP: FaultSpec = FaultSpec {
     implies: "the decoy page opens (the ledger records it); the target is not selected",
     outcome_holds: false,
     not_fired_when: "no pointer event reached the popup",
+    source: Source::Paper {
+        title: "A Systematization of Security Vulnerabilities in Computer Use Agents (Jones et al., 2025)",
+        section: "exploit scenario 1, clickjacking via visual overlays",
+    },
 };

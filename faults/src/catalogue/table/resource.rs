@@ -1,6 +1,6 @@
 //! The resource layer: subresources (scripts, stylesheets, images).
 
-use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Stage};
+use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Source, Stage};
 
 pub(super) const SCRIPT_BLOCKED: FaultSpec = FaultSpec {
     id: "resource.script_blocked",
@@ -15,6 +15,9 @@ pub(super) const SCRIPT_BLOCKED: FaultSpec = FaultSpec {
     implies: "no item is selected (the click reaches a button with no handler)",
     outcome_holds: false,
     not_fired_when: "the page never requested its script",
+    source: Source::DesignedHere {
+        reason: "Pages whose handlers come from a script that failed to load render normally and do nothing, so a screenshot alone cannot tell a dead button from a live one.",
+    },
 };
 
 pub(super) const STYLESHEET_DELAYED: FaultSpec = FaultSpec {
@@ -30,6 +33,9 @@ pub(super) const STYLESHEET_DELAYED: FaultSpec = FaultSpec {
     implies: "the click lands on the unstyled layout: not on the target",
     outcome_holds: false,
     not_fired_when: "the stylesheet applied before the click (no click within 4 s of the page's load)",
+    source: Source::DesignedHere {
+        reason: "Late CSS moves content after the agent has chosen its point, the same misclick a layout shift causes but triggered by loading order rather than by the page's own code.",
+    },
 };
 
 pub(super) const IMAGE_MISSING: FaultSpec = FaultSpec {
@@ -45,4 +51,7 @@ pub(super) const IMAGE_MISSING: FaultSpec = FaultSpec {
     implies: "the note is saved: the outcome happens, so any alarm is a false one",
     outcome_holds: true,
     not_fired_when: "the page never requested the icon",
+    source: Source::DesignedHere {
+        reason: "A missing icon is a failure that changes nothing that matters, and a verifier that flags it is raising a false alarm on a task that succeeded.",
+    },
 };

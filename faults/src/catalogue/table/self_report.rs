@@ -1,6 +1,6 @@
 //! The self-report layer: the agent's own claims about what it did and saw.
 
-use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Stage};
+use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Source, Stage};
 
 pub(super) const FALSE_COMPLETION: FaultSpec = FaultSpec {
     id: "self_report.false_completion",
@@ -15,6 +15,10 @@ pub(super) const FALSE_COMPLETION: FaultSpec = FaultSpec {
     implies: "nothing was submitted or saved",
     outcome_holds: false,
     not_fired_when: "the reply had a single browser action",
+    source: Source::Report {
+        title: "amd/gaia#3983: fix(agent): a run can report success for work it never did",
+        url: "https://github.com/amd/gaia/issues/3983",
+    },
 };
 
 pub(super) const DOUBLE_SUBMIT: FaultSpec = FaultSpec {
@@ -30,6 +34,10 @@ pub(super) const DOUBLE_SUBMIT: FaultSpec = FaultSpec {
     implies: "two committed writes with two keys (the ledger records both)",
     outcome_holds: false,
     not_fired_when: "the reply had no click to repeat",
+    source: Source::Report {
+        title: "yubing744/trading-gpt#94: Order retry can double-submit on ambiguous failure (no ClientOrderID / idempotency)",
+        url: "https://github.com/yubing744/trading-gpt/issues/94",
+    },
 };
 
 pub(super) const UNOBSERVED_VALUE: FaultSpec = FaultSpec {
@@ -45,4 +53,8 @@ pub(super) const UNOBSERVED_VALUE: FaultSpec = FaultSpec {
     implies: "no observation the agent received showed the value: not a success, even if the number is right",
     outcome_holds: false,
     not_fired_when: "the reply had no hover",
+    source: Source::Report {
+        title: "NorthlandPositronics/Cogtrix#350: agent fabricates detailed research answer when all search_web calls return empty",
+        url: "https://github.com/NorthlandPositronics/Cogtrix/issues/350",
+    },
 };

@@ -1,7 +1,7 @@
 //! The four reference stage faults of the design brief, one per stage of the round
 //! trip. They keep their `stage.name` ids; their layers are the ones they break.
 
-use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Stage};
+use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Source, Stage};
 
 pub(super) const TOKEN_LEAK: FaultSpec = FaultSpec {
     id: "parse.token_leak",
@@ -16,6 +16,9 @@ pub(super) const TOKEN_LEAK: FaultSpec = FaultSpec {
     implies: "the server receives the query with the token: not the requested record",
     outcome_holds: false,
     not_fired_when: "the reply types no text",
+    source: Source::ReferenceExperiment {
+        section: "parse stage, a chat end-of-message token left in the typed text",
+    },
 };
 
 pub(super) const UNSCALED_COORDINATES: FaultSpec = FaultSpec {
@@ -31,6 +34,9 @@ pub(super) const UNSCALED_COORDINATES: FaultSpec = FaultSpec {
     implies: "the click lands on another item or on blank space; the target is not selected",
     outcome_holds: false,
     not_fired_when: "the image and the viewport have the same size (there is nothing to scale)",
+    source: Source::ReferenceExperiment {
+        section: "execute stage, screenshot-to-viewport coordinate scaling skipped",
+    },
 };
 
 pub(super) const IFRAME_NO_CHANGE: FaultSpec = FaultSpec {
@@ -46,6 +52,9 @@ pub(super) const IFRAME_NO_CHANGE: FaultSpec = FaultSpec {
     implies: "the row is selected: the outcome happened and the tool message lies",
     outcome_holds: true,
     not_fired_when: "the click did not land on an iframe",
+    source: Source::ReferenceExperiment {
+        section: "feedback stage, a click that worked inside an iframe reported as no change",
+    },
 };
 
 pub(super) const CAPTURE_BEFORE_TOOLTIP: FaultSpec = FaultSpec {
@@ -61,4 +70,7 @@ pub(super) const CAPTURE_BEFORE_TOOLTIP: FaultSpec = FaultSpec {
     implies: "the observation does not show the value: the answer was never observed",
     outcome_holds: false,
     not_fired_when: "the capture still began after the tooltip appeared (a very slow machine)",
+    source: Source::ReferenceExperiment {
+        section: "observe stage, the screenshot captured before a hover tooltip appeared",
+    },
 };

@@ -1,6 +1,6 @@
 //! The tool layer: the harness's own tool (parsing, messages, captures, error handling).
 
-use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Stage};
+use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Source, Stage};
 
 pub(super) const ERROR_SWALLOWED: FaultSpec = FaultSpec {
     id: "tool.error_swallowed",
@@ -15,6 +15,10 @@ pub(super) const ERROR_SWALLOWED: FaultSpec = FaultSpec {
     implies: "nothing was clicked",
     outcome_holds: false,
     not_fired_when: "the step had no click",
+    source: Source::Report {
+        title: "browser-use/browser-use#5438: Bug: click, dropdown_options, and select_dropdown report 'element not found' as success instead of error",
+        url: "https://github.com/browser-use/browser-use/issues/5438",
+    },
 };
 
 pub(super) const TIMEOUT_AS_SUCCESS: FaultSpec = FaultSpec {
@@ -30,6 +34,10 @@ pub(super) const TIMEOUT_AS_SUCCESS: FaultSpec = FaultSpec {
     implies: "the search never ran: nothing was submitted",
     outcome_holds: false,
     not_fired_when: "the navigation did not time out",
+    source: Source::Report {
+        title: "LanternOps/breeze#4025: System Tools routes treat a command timeout as success",
+        url: "https://github.com/LanternOps/breeze/issues/4025",
+    },
 };
 
 pub(super) const WRONG_FEEDBACK: FaultSpec = FaultSpec {
@@ -45,6 +53,10 @@ pub(super) const WRONG_FEEDBACK: FaultSpec = FaultSpec {
     implies: "the target is selected: the outcome happened and the tool message lies",
     outcome_holds: true,
     not_fired_when: "the step had no click",
+    source: Source::Report {
+        title: "NotASithLord/peerd#450: page.click reports successful selector clicks as false",
+        url: "https://github.com/NotASithLord/peerd/issues/450",
+    },
 };
 
 pub(super) const CAPTURE_BEFORE_SETTLED: FaultSpec = FaultSpec {
@@ -60,6 +72,10 @@ pub(super) const CAPTURE_BEFORE_SETTLED: FaultSpec = FaultSpec {
     implies: "MiniWoB's reward decides: the click meant for what the wait let appear lands on the page as it was, so the episode is not rewarded (unless the page got far enough before the click arrived on a slow machine, or a start-only autocomplete query accepts the typed start)",
     outcome_holds: false,
     not_fired_when: "the reply asked for no wait",
+    source: Source::Report {
+        title: "brennhill/Kaboom-Browser-AI-Devtools-MCP#362: SPA navigation timing: screenshot captures previous page after click",
+        url: "https://github.com/brennhill/Kaboom-Browser-AI-Devtools-MCP/issues/362",
+    },
 };
 
 pub(super) const RENDERER_CRASH: FaultSpec = FaultSpec {
@@ -75,4 +91,8 @@ pub(super) const RENDERER_CRASH: FaultSpec = FaultSpec {
     implies: "no selection, no write: the page died before its handler ran; a tool must report the crash (one that waits forever or reports success is wrong)",
     outcome_holds: false,
     not_fired_when: "Chromium did not report the crash within the harness's call deadline (the trial then fails as an infrastructure error)",
+    source: Source::Report {
+        title: "puppeteer/puppeteer#262: Puppeteer doesn't tell anything meaningful when the page crashes",
+        url: "https://github.com/puppeteer/puppeteer/issues/262",
+    },
 };

@@ -1,6 +1,6 @@
 //! The transport layer: bytes on the wire (delays, dropped connections, hangs).
 
-use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Stage};
+use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Source, Stage};
 
 pub(super) const SLOW_RESPONSE: FaultSpec = FaultSpec {
     id: "transport.slow_response",
@@ -15,6 +15,9 @@ pub(super) const SLOW_RESPONSE: FaultSpec = FaultSpec {
     implies: "the note is saved (one committed write): the outcome happened, the observation is stale",
     outcome_holds: true,
     not_fired_when: "the page sent no save request",
+    source: Source::DesignedHere {
+        reason: "A write that commits at once but answers late is the common case on a loaded server, and a harness that observes on a fixed settle wait judges the page before the page knows.",
+    },
 };
 
 pub(super) const CONNECTION_DROPPED: FaultSpec = FaultSpec {
@@ -30,6 +33,10 @@ pub(super) const CONNECTION_DROPPED: FaultSpec = FaultSpec {
     implies: "the query reached the server but the results never reached the browser (the ledger records the truncated response)",
     outcome_holds: false,
     not_fired_when: "no search was submitted",
+    source: Source::Report {
+        title: "aspnet/KestrelHttpServer#1858: chrome Failed to load resource: net::ERR_INCOMPLETE_CHUNKED_ENCODING",
+        url: "https://github.com/aspnet/KestrelHttpServer/issues/1858",
+    },
 };
 
 pub(super) const REQUEST_HANGS: FaultSpec = FaultSpec {
@@ -46,4 +53,8 @@ pub(super) const REQUEST_HANGS: FaultSpec = FaultSpec {
     implies: "the search never ran: nothing was submitted",
     outcome_holds: false,
     not_fired_when: "no search was submitted",
+    source: Source::Report {
+        title: "microsoft/vscode#280736: Fetch tool never times out",
+        url: "https://github.com/microsoft/vscode/issues/280736",
+    },
 };
