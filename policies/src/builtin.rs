@@ -240,6 +240,7 @@ impl OutcomePolicy {
             Expectation::ValueShown { label } => chart_value_shown(&ev.after.text, &label),
             Expectation::NoteSaved { text } => form_note_saved(ev, &text),
             Expectation::OptionChosen { option } => select_option_chosen(ev, &option),
+            Expectation::QuietEffect { named } => quiet_effect(ev, &named),
             Expectation::MiniwobQuery { task } => miniwob_query_holds(ev, &task),
         }
     }
@@ -326,6 +327,60 @@ fn form_note_saved(ev: &Evidence<'_>, text: &str) -> Judgement {
 }
 
 /// The select: the menu reads back the option.
+/// The quiet task: the field labelled `named` has the focus, or exactly `named` is
+/// selected, or the page scrolled (which section is in view, the evidence does not
+/// say: the text of every frame is the whole document's, not the visible part's).
+fn quiet_effect(ev: &Evidence<'_>, named: &str) -> Judgement {
+    let Some(after) = ev.after_state.top() else {
+        return Judgement::new(Verdict::Fail, "The page could not be read.");
+    };
+    let before = ev.before_state.top();
+    let field = after
+        .controls
+        .iter()
+        .find(|c| c.label == named)
+        .map(|c| c.name.as_str());
+    if let Some(name) = field.filter(|n| !n.is_empty()) {
+        let focused = after.focus.ends_with(&format!("#{name}"))
+            || after.focus.contains(&format!("[name={name}]"));
+        return if focused {
+            Judgement::new(
+                Verdict::Success,
+                format!("The {named:?} field has the focus."),
+            )
+        } else if before.is_some_and(|b| b.focus == after.focus) {
+            Judgement::new(
+                Verdict::NoChange,
+                format!("The {named:?} field does not have the focus."),
+            )
+        } else {
+            Judgement::new(
+                Verdict::Fail,
+                format!(
+                    "The focus is on {:?}, not the {named:?} field.",
+                    after.focus
+                ),
+            )
+        };
+    }
+    if after.selection.trim() == named {
+        return Judgement::new(Verdict::Success, format!("{named:?} is selected."));
+    }
+    if !after.selection.trim().is_empty() {
+        return Judgement::new(
+            Verdict::Fail,
+            format!("{:?} is selected, not {named:?}.", after.selection.trim()),
+        );
+    }
+    if before.is_some_and(|b| b.scroll != after.scroll) && !after.scroll.is_empty() {
+        return Judgement::new(Verdict::Success, "The page scrolled.");
+    }
+    Judgement::new(
+        Verdict::NoChange,
+        format!("Nothing shows {named:?} focused, selected or scrolled to."),
+    )
+}
+
 fn select_option_chosen(ev: &Evidence<'_>, option: &str) -> Judgement {
     let menus = |state: &'_ crate::evidence::PageState| -> Vec<String> {
         state

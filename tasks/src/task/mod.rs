@@ -95,6 +95,7 @@ mod form;
 mod frame;
 mod grid;
 mod miniwob;
+mod quiet;
 mod search;
 mod select;
 
@@ -103,6 +104,7 @@ pub use form::FormLayout;
 pub use frame::{FrameLayout, OrderRow};
 pub use grid::{unscaled_point, GridItem, GridLayout, UnscaledLanding};
 pub use miniwob::{MiniwobLayout, MiniwobTask, MINIWOB_AREA};
+pub use quiet::{QuietEffect, QuietItem, QuietLayout};
 pub use search::SearchLayout;
 pub use select::SelectLayout;
 
@@ -171,6 +173,9 @@ pub enum TaskKind {
     Form,
     /// Choose an option of a native `<select>`.
     Select,
+    /// An action whose only effect leaves the DOM alone: focus a text field, scroll a
+    /// section into view or select a word, by layout.
+    Quiet,
     /// A MiniWoB++ task: its page and its reward come from the external suite.
     Miniwob(MiniwobTask),
 }
@@ -185,13 +190,14 @@ impl TaskKind {
     ];
 
     /// faultline's own fixture tasks (the catalogue's), without the external suite.
-    pub const FIXTURE: [TaskKind; 6] = [
+    pub const FIXTURE: [TaskKind; 7] = [
         TaskKind::Search,
         TaskKind::Grid,
         TaskKind::Frame,
         TaskKind::Chart,
         TaskKind::Form,
         TaskKind::Select,
+        TaskKind::Quiet,
     ];
 
     /// The MiniWoB++ tasks (pages and answer key from the external suite), in
@@ -241,6 +247,7 @@ impl TaskKind {
             TaskKind::Chart => "chart",
             TaskKind::Form => "form",
             TaskKind::Select => "select",
+            TaskKind::Quiet => "quiet",
             TaskKind::Miniwob(t) => t.stored_name(),
         }
     }
@@ -276,6 +283,7 @@ impl TaskKind {
             TaskKind::Chart => ChartLayout::generate(rng, index).into_spec(),
             TaskKind::Form => FormLayout::generate(rng, index).into_spec(),
             TaskKind::Select => SelectLayout::generate(rng, index).into_spec(),
+            TaskKind::Quiet => QuietLayout::generate(rng, index).into_spec(),
             TaskKind::Miniwob(t) => LayoutSpec::Miniwob(MiniwobLayout::generate(t, rng)),
         }
     }
@@ -290,6 +298,7 @@ impl TaskKind {
             TaskKind::Chart => ChartLayout::expectation(named),
             TaskKind::Form => FormLayout::expectation(named),
             TaskKind::Select => SelectLayout::expectation(named),
+            TaskKind::Quiet => QuietLayout::expectation(named),
             TaskKind::Miniwob(_) => MiniwobLayout::expectation(named),
         }
     }
@@ -348,6 +357,8 @@ pub enum LayoutSpec {
     Form(FormLayout),
     /// The select task's layout.
     Select(SelectLayout),
+    /// The quiet task's layout.
+    Quiet(QuietLayout),
     /// A MiniWoB++ task's layout (which task, and its episode seed). Untagged: it
     /// writes its task kind's stored name under the same `task` tag itself.
     #[serde(untagged)]
@@ -364,6 +375,7 @@ macro_rules! with_task {
             LayoutSpec::Chart($t) => $body,
             LayoutSpec::Form($t) => $body,
             LayoutSpec::Select($t) => $body,
+            LayoutSpec::Quiet($t) => $body,
             LayoutSpec::Miniwob($t) => $body,
         }
     };
@@ -405,6 +417,7 @@ mod tests {
         "chart",
         "form",
         "select",
+        "quiet",
         "miniwob_click_tab",
         "miniwob_click_dialog",
         "miniwob_enter_text",
