@@ -1,11 +1,14 @@
 //! The quiet task's page: a form whose field only takes focus, a long page scrolled to a
 //! section, or a paragraph one word of which is selected. The page's markup never
 //! changes; its script records the effect in the ledger (`focus`, `scrolled`,
-//! `selected`), which is what the truth reads.
+//! `selected`), which is what the truth reads. Each event carries the page's own count
+//! `n`: the requests of one page race each other to the server, so the last event to
+//! arrive need not be the last the page sent (a scroll and its reset, a focus and its
+//! blur are a few milliseconds apart).
 
 use super::{js_string, SiteTask};
 use crate::anomalies;
-use crate::ledger::Ledger;
+use crate::ledger::{Ledger, LedgerEvent};
 use crate::pages::{esc, shell};
 use crate::truth::Truth;
 use faultline_faults::site::PageMod;
@@ -25,7 +28,7 @@ impl SiteTask for QuietLayout {
     fn validate(&self, ledger: &Ledger) -> Truth {
         let t = &self.target;
         match self.effect {
-            QuietEffect::Focus => match ledger.last_of_kind("focus") {
+            QuietEffect::Focus => match latest(ledger, "focus") {
                 None => Truth::no(format!("no field took focus, expected {t:?}")),
                 Some(e) => match e.data["field"].as_str().unwrap_or_default() {
                     "" => Truth::no(format!("the focus left the fields, expected {t:?}")),
@@ -33,7 +36,7 @@ impl SiteTask for QuietLayout {
                     f => Truth::no(format!("{f:?} has the focus, expected {t:?}")),
                 },
             },
-            QuietEffect::Scroll => match ledger.last_of_kind("scrolled") {
+            QuietEffect::Scroll => match latest(ledger, "scrolled") {
                 None => Truth::no(format!("the page never scrolled, expected {t:?} in view")),
                 Some(e) => {
                     let y = e.data["y"].as_i64().unwrap_or_default();
@@ -47,7 +50,7 @@ impl SiteTask for QuietLayout {
                     }
                 }
             },
-            QuietEffect::Select => match ledger.last_of_kind("selected") {
+            QuietEffect::Select => match latest(ledger, "selected") {
                 None => Truth::no(format!("nothing was selected, expected {t:?}")),
                 Some(e) => match e.data["text"].as_str().unwrap_or_default() {
                     s if s == t => Truth::yes(format!("selected {s:?}")),
@@ -73,6 +76,18 @@ impl SiteTask for QuietLayout {
         ))
     }
 }
+
+/// The event of `kind` the page sent last: the highest page count `n`, then the latest
+/// to arrive.
+fn latest<'a>(ledger: &'a Ledger, kind: &'a str) -> Option<&'a LedgerEvent> {
+    ledger
+        .of_kind(kind)
+        .max_by_key(|e| (e.data["n"].as_u64().unwrap_or(0), e.seq))
+}
+
+/// The page's counted send: every effect event carries `n`, its place in the page's
+/// own order.
+const SEND_JS: &str = "var quietCount = 0;\nfunction quietSend(kind, data) { data.n = ++quietCount; __fl.send(kind, data); }\n";
 
 /// A field's id (and name): its label, lowercased.
 fn field_id(label: &str) -> String {
@@ -106,14 +121,14 @@ fn quiet_page(scope: &str, layout: &Layout, q: &QuietLayout, mods: &[PageMod]) -
             // A focus that moves away for good is recorded; a window losing focus is
             // not (the element stays the document's active one).
             let script = r#"document.addEventListener('focusin', function (e) {
-  if (e.target.classList && e.target.classList.contains('field')) __fl.send('focus', { field: e.target.dataset.label });
+  if (e.target.classList && e.target.classList.contains('field')) quietSend('focus', { field: e.target.dataset.label });
 });
 document.addEventListener('focusout', function (e) {
   var left = e.target;
   if (!(left.classList && left.classList.contains('field'))) return;
   setTimeout(function () {
     var now = document.activeElement;
-    if (now !== left && !(now && now.classList && now.classList.contains('field'))) __fl.send('focus', { field: '' });
+    if (now !== left && !(now && now.classList && now.classList.contains('field'))) quietSend('focus', { field: '' });
   }, 0);
 });"#;
             ("Contact details", body, script)
@@ -152,7 +167,7 @@ window.addEventListener('scroll', function () {
   var y = Math.round(window.scrollY);
   if (y === lastY) return;
   lastY = y;
-  __fl.send('scrolled', { y: y, in_view: inView() });
+  quietSend('scrolled', { y: y, in_view: inView() });
 });"#;
             ("Help centre", body, script)
         }
@@ -181,13 +196,13 @@ document.addEventListener('selectionchange', function () {
   var t = String(window.getSelection()).trim();
   if (t === lastSelected) return;
   lastSelected = t;
-  __fl.send('selected', { text: t });
+  quietSend('selected', { text: t });
 });"#;
             ("Reading", body, script)
         }
     };
     let x = anomalies::extras(layout, mods);
-    shell(scope, title, "", &body, script, &x)
+    shell(scope, title, "", &body, &format!("{SEND_JS}{script}"), &x)
 }
 
 #[cfg(test)]
@@ -228,9 +243,18 @@ mod tests {
                 ),
             };
             assert!(judge(&l, &ledger(&[(kind, yes.clone())])).achieved);
-            assert!(!judge(&l, &ledger(&[(kind, yes.clone()), (kind, lost)])).achieved);
+            assert!(!judge(&l, &ledger(&[(kind, yes.clone()), (kind, lost.clone())])).achieved);
             assert!(!judge(&l, &ledger(&[(kind, wrong)])).achieved);
             assert!(!judge(&l, &ledger(&[])).achieved);
+            // The page's own order wins over the order of arrival.
+            let mut yes = yes;
+            let mut lost = lost;
+            yes["n"] = json!(1);
+            lost["n"] = json!(2);
+            assert!(!judge(&l, &ledger(&[(kind, lost.clone()), (kind, yes.clone())])).achieved);
+            lost["n"] = json!(1);
+            yes["n"] = json!(2);
+            assert!(judge(&l, &ledger(&[(kind, yes), (kind, lost)])).achieved);
         }
     }
 }
