@@ -150,13 +150,14 @@ pub trait Task: Sized {
     fn into_spec(self) -> LayoutSpec;
 }
 
-/// The tasks: the four reference tasks of the design brief, two more that the anomaly
-/// catalogue needs (a form whose server writes through an idempotency key, and a native
-/// `<select>`), and the MiniWoB++ suite, one family of tasks whose pages and answer key
+/// The tasks: the four reference tasks of the design brief, three more that the anomaly
+/// catalogue needs (a form whose server writes through an idempotency key, a native
+/// `<select>`, and the quiet task, whose correct action only moves the focus, scrolls or
+/// selects), and the MiniWoB++ suite, one family of tasks whose pages and answer key
 /// come from that external suite.
 ///
 /// Each task has a stable name ([`TaskKind::name`], `Display`, `FromStr`, serde): the
-/// six fixture tasks' own (`search`, ...), and for a suite task the stored name of its
+/// seven fixture tasks' own (`search`, ...), and for a suite task the stored name of its
 /// [`MiniwobTask`] (`miniwob_click_tab`). [`TaskKind::ALL`] is report order: the fixture
 /// tasks, then the suite in [`MiniwobTask::ALL`] order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
