@@ -178,6 +178,9 @@ pub enum PageMod {
     },
     /// The select's change never reaches the page's state (it listens to the wrong event).
     SelectIgnored,
+    /// A focus, a scroll or a selection is undone by the page on the next task: the
+    /// field blurred, the scroll reset to the top, the selection cleared.
+    UndoEffect,
     /// The target's visible label is renamed (its identity is not).
     Renamed {
         /// The new visible label.

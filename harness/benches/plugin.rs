@@ -40,6 +40,9 @@ fn frame(url: &str, top: bool, digest: &str) -> FrameSnapshot {
             checked: false,
         }],
         selected: vec!["Order 7".into()],
+        focus: String::new(),
+        scroll: Vec::new(),
+        selection: String::new(),
     }
 }
 

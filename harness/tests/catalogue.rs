@@ -41,6 +41,16 @@ fn check_ledger(fault: Fault, r: &TrialResult) -> Result<(), String> {
         Fault::DecoyPopup if !kinds.contains(&"decoy_opened") => {
             Some(format!("the decoy page was not opened: {kinds:?}"))
         }
+        // The page recorded the effect (a focus, a scroll or a selection), then its loss.
+        Fault::EffectUndone
+            if ["focus", "scrolled", "selected"]
+                .iter()
+                .all(|k| r.ledger.of_kind(k).count() < 2) =>
+        {
+            Some(format!(
+                "expected the effect and its loss in the ledger: {kinds:?}"
+            ))
+        }
         Fault::HandlerThrows if !kinds.contains(&"page_error") => {
             Some(format!("no uncaught error was recorded: {kinds:?}"))
         }

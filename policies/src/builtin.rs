@@ -1,4 +1,5 @@
-//! The four built-in policies, from most trusting to most specific.
+//! The built-in policies: the four reference ones, from most trusting to most specific,
+//! and `state`, the generic policy extended to effects that leave the DOM alone.
 
 use crate::evidence::{Evidence, FrameSnapshot, Observation};
 use crate::{Judgement, PolicyOutcome, Verdict, VerificationPolicy};
@@ -68,6 +69,69 @@ impl GenericPolicy {
         } else {
             Judgement::new(Verdict::NoChange, "No change detected on the page.")
         }
+    }
+}
+
+/// The generic policy, extended to the effects that leave the DOM alone: when the URL
+/// and the top document did not change, it also compares every frame's focus
+/// (`document.activeElement`), its scroll offsets (the window's and every scrolled
+/// element's) and its selection before and after the action. Success when any of them
+/// changed; no change when none did.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StatePolicy;
+
+impl VerificationPolicy for StatePolicy {
+    fn name(&self) -> &str {
+        "state"
+    }
+
+    fn judge(&self, ev: &Evidence<'_>) -> PolicyOutcome {
+        Ok(self.verdict_on(ev))
+    }
+}
+
+impl StatePolicy {
+    /// The judgement, which a built-in policy can always give.
+    pub fn verdict_on(&self, ev: &Evidence<'_>) -> Judgement {
+        let generic = GenericPolicy.verdict_on(ev);
+        if generic.verdict != Verdict::NoChange {
+            return generic;
+        }
+        let before = &ev.before_state.frames;
+        for after in &ev.after_state.frames {
+            let was = before
+                .iter()
+                .find(|b| b.is_top == after.is_top && b.url == after.url);
+            let Some(was) = was else { continue };
+            let place = if after.is_top {
+                String::new()
+            } else {
+                format!(" in the frame {}", after.url)
+            };
+            if was.focus != after.focus {
+                let message = if after.focus.is_empty() {
+                    format!("The focus left {}{place}.", was.focus)
+                } else {
+                    format!("The focus moved to {}{place}.", after.focus)
+                };
+                return Judgement::new(Verdict::Success, message);
+            }
+            if was.scroll != after.scroll {
+                return Judgement::new(Verdict::Success, format!("The page scrolled{place}."));
+            }
+            if was.selection != after.selection {
+                let message = if after.selection.is_empty() {
+                    format!("The selection was cleared{place}.")
+                } else {
+                    format!("Selected {:?}{place}.", after.selection)
+                };
+                return Judgement::new(Verdict::Success, message);
+            }
+        }
+        Judgement::new(
+            Verdict::NoChange,
+            "No change detected on the page, its focus, scroll or selection.",
+        )
     }
 }
 
@@ -176,6 +240,7 @@ impl OutcomePolicy {
             Expectation::ValueShown { label } => chart_value_shown(&ev.after.text, &label),
             Expectation::NoteSaved { text } => form_note_saved(ev, &text),
             Expectation::OptionChosen { option } => select_option_chosen(ev, &option),
+            Expectation::QuietEffect { named } => quiet_effect(ev, &named),
             Expectation::MiniwobQuery { task } => miniwob_query_holds(ev, &task),
         }
     }
@@ -262,6 +327,60 @@ fn form_note_saved(ev: &Evidence<'_>, text: &str) -> Judgement {
 }
 
 /// The select: the menu reads back the option.
+/// The quiet task: the field labelled `named` has the focus, or exactly `named` is
+/// selected, or the page scrolled (which section is in view, the evidence does not
+/// say: the text of every frame is the whole document's, not the visible part's).
+fn quiet_effect(ev: &Evidence<'_>, named: &str) -> Judgement {
+    let Some(after) = ev.after_state.top() else {
+        return Judgement::new(Verdict::Fail, "The page could not be read.");
+    };
+    let before = ev.before_state.top();
+    let field = after
+        .controls
+        .iter()
+        .find(|c| c.label == named)
+        .map(|c| c.name.as_str());
+    if let Some(name) = field.filter(|n| !n.is_empty()) {
+        let focused = after.focus.ends_with(&format!("#{name}"))
+            || after.focus.contains(&format!("[name={name}]"));
+        return if focused {
+            Judgement::new(
+                Verdict::Success,
+                format!("The {named:?} field has the focus."),
+            )
+        } else if before.is_some_and(|b| b.focus == after.focus) {
+            Judgement::new(
+                Verdict::NoChange,
+                format!("The {named:?} field does not have the focus."),
+            )
+        } else {
+            Judgement::new(
+                Verdict::Fail,
+                format!(
+                    "The focus is on {:?}, not the {named:?} field.",
+                    after.focus
+                ),
+            )
+        };
+    }
+    if after.selection.trim() == named {
+        return Judgement::new(Verdict::Success, format!("{named:?} is selected."));
+    }
+    if !after.selection.trim().is_empty() {
+        return Judgement::new(
+            Verdict::Fail,
+            format!("{:?} is selected, not {named:?}.", after.selection.trim()),
+        );
+    }
+    if before.is_some_and(|b| b.scroll != after.scroll) && !after.scroll.is_empty() {
+        return Judgement::new(Verdict::Success, "The page scrolled.");
+    }
+    Judgement::new(
+        Verdict::NoChange,
+        format!("Nothing shows {named:?} focused, selected or scrolled to."),
+    )
+}
+
 fn select_option_chosen(ev: &Evidence<'_>, option: &str) -> Judgement {
     let menus = |state: &'_ crate::evidence::PageState| -> Vec<String> {
         state
@@ -727,6 +846,9 @@ mod tests {
             text: String::new(),
             controls,
             selected: selected.iter().map(|s| s.to_string()).collect(),
+            focus: String::new(),
+            scroll: Vec::new(),
+            selection: String::new(),
         }
     }
 
@@ -783,6 +905,44 @@ mod tests {
             "Typed \"a\". Pressed Enter. Error: the page did not finish loading within 4.0 s."
                 .into();
         assert_eq!(c.judge(&UnverifiedPolicy).verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn state_sees_focus_scroll_and_selection_that_generic_does_not() {
+        let mut c = Case::new(TaskKind::Grid, "Click the button \"Item 3\".");
+        assert_eq!(c.judge(&GenericPolicy).verdict, Verdict::NoChange);
+        assert_eq!(c.judge(&StatePolicy).verdict, Verdict::NoChange);
+        // Focus only.
+        c.after_state.frames[0].focus = "input#name".into();
+        assert_eq!(c.judge(&GenericPolicy).verdict, Verdict::NoChange);
+        let j = c.judge(&StatePolicy);
+        assert_eq!(j.verdict, Verdict::Success);
+        assert!(j.message.contains("input#name"), "{}", j.message);
+        c.after_state.frames[0].focus.clear();
+        // Scroll only.
+        c.after_state.frames[0].scroll = vec![crate::ScrollOffset {
+            target: "window".into(),
+            x: 0,
+            y: 400,
+        }];
+        assert_eq!(c.judge(&GenericPolicy).verdict, Verdict::NoChange);
+        assert_eq!(c.judge(&StatePolicy).verdict, Verdict::Success);
+        c.after_state.frames[0].scroll.clear();
+        // Selection only.
+        c.after_state.frames[0].selection = "harbour".into();
+        assert_eq!(c.judge(&GenericPolicy).verdict, Verdict::NoChange);
+        assert_eq!(c.judge(&StatePolicy).verdict, Verdict::Success);
+        c.after_state.frames[0].selection.clear();
+        // In a child frame too, which generic never looks at.
+        c.before_state.frames.push(frame(false, "f", &[], vec![]));
+        c.after_state.frames.push(frame(false, "f", &[], vec![]));
+        c.after_state.frames[1].focus = "input#q".into();
+        assert_eq!(c.judge(&StatePolicy).verdict, Verdict::Success);
+        c.after_state.frames[1].focus.clear();
+        assert_eq!(c.judge(&StatePolicy).verdict, Verdict::NoChange);
+        // A DOM change is a success for both, with generic's message.
+        c.after_state.frames[0].dom_digest = "b".into();
+        assert_eq!(c.judge(&StatePolicy), c.judge(&GenericPolicy));
     }
 
     #[test]
@@ -914,7 +1074,7 @@ mod tests {
         }
         let e = r.build("outcom").err().unwrap();
         assert!(
-            e.contains("known: generic, outcome, pixel, unverified"),
+            e.contains("known: generic, outcome, pixel, state, unverified"),
             "{e}"
         );
     }

@@ -49,6 +49,29 @@ pub struct FrameSnapshot {
     pub controls: Vec<Control>,
     /// Accessible names of elements marked selected/pressed/checked.
     pub selected: Vec<String>,
+    /// The frame's focused element (`document.activeElement`), described as
+    /// `tag#id`, `tag[name=...]` or `tag`; empty when the body (or nothing) has focus.
+    #[serde(default)]
+    pub focus: String,
+    /// The frame's scroll offsets that are not zero: the window's (target `window`)
+    /// and every scrolled element's, in document order.
+    #[serde(default)]
+    pub scroll: Vec<ScrollOffset>,
+    /// The frame's selected text: the document selection, or the selected part of the
+    /// focused text field's value; empty when nothing is selected.
+    #[serde(default)]
+    pub selection: String,
+}
+
+/// One scrolled thing of a frame and how far it is scrolled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScrollOffset {
+    /// `window`, or the scrolled element described as [`FrameSnapshot::focus`] is.
+    pub target: String,
+    /// Horizontal offset, in whole CSS pixels.
+    pub x: i64,
+    /// Vertical offset, in whole CSS pixels.
+    pub y: i64,
 }
 
 /// The page across all its frames.

@@ -47,8 +47,8 @@
 mod builtin;
 mod evidence;
 
-pub use builtin::{GenericPolicy, OutcomePolicy, PixelPolicy, UnverifiedPolicy};
-pub use evidence::{Control, Evidence, FrameSnapshot, Observation, PageState};
+pub use builtin::{GenericPolicy, OutcomePolicy, PixelPolicy, StatePolicy, UnverifiedPolicy};
+pub use evidence::{Control, Evidence, FrameSnapshot, Observation, PageState, ScrollOffset};
 
 use faultline_tasks::PluginFailure;
 use serde::{Deserialize, Serialize};
@@ -119,7 +119,7 @@ pub struct Registry {
 }
 
 impl Default for Registry {
-    /// The four built-in policies.
+    /// The built-in policies: the four of [`BUILTIN`] and `state`.
     fn default() -> Self {
         let mut r = Registry {
             constructors: BTreeMap::new(),
@@ -128,6 +128,7 @@ impl Default for Registry {
         r.register("generic", || Box::new(GenericPolicy));
         r.register("pixel", || Box::new(PixelPolicy::default()));
         r.register("outcome", || Box::new(OutcomePolicy));
+        r.register("state", || Box::new(StatePolicy));
         r
     }
 }
@@ -165,5 +166,8 @@ impl Registry {
     }
 }
 
-/// The built-in policy names in their canonical report order.
+/// The built-in policy names in their canonical report order: the policies a config
+/// without a `policies` list is judged by. `state` is registered too, but only a config
+/// that names it uses it (it is the generic policy extended to effects that leave the
+/// DOM alone; `generic` stays the reference's).
 pub const BUILTIN: [&str; 4] = ["unverified", "generic", "pixel", "outcome"];

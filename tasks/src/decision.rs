@@ -353,6 +353,10 @@ pub fn embedded_default() -> Result<DecisionSet, DecisionError> {
             include_str!("../decisions/select.jsonl"),
         ),
         (
+            "tasks/decisions/quiet.jsonl",
+            include_str!("../decisions/quiet.jsonl"),
+        ),
+        (
             "tasks/decisions/miniwob_click_tab.jsonl",
             include_str!("../decisions/miniwob_click_tab.jsonl"),
         ),

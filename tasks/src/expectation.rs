@@ -42,6 +42,13 @@ pub enum Expectation {
         /// The option the select must read back.
         option: String,
     },
+    /// The named field has the focus, the named section is in view, or the named word is
+    /// selected (the quiet task: which of the three, the instruction's verb says; the
+    /// name alone does not).
+    QuietEffect {
+        /// The field's label, the section's heading or the word.
+        named: String,
+    },
     /// What the MiniWoB++ page's own instruction (its `#query` box) asks holds on the
     /// page; `task` is the MiniWoB++ task name, which says how to read the query.
     MiniwobQuery {
@@ -57,6 +64,7 @@ impl Expectation {
             Expectation::FieldText { text } | Expectation::NoteSaved { text } => text,
             Expectation::OptionChosen { option } => option,
             Expectation::MiniwobQuery { task } => task,
+            Expectation::QuietEffect { named } => named,
             Expectation::SelectedItem { label }
             | Expectation::SelectedRowInFrame { label }
             | Expectation::ValueShown { label } => label,

@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 pub use crate::geometry::{IMAGE, MAX_IMAGE_SIDE, VIEWPORT};
 pub use crate::task::{
     unscaled_point, ChartLayout, ChartMark, FormLayout, FrameLayout, GridItem, GridLayout,
-    LayoutSpec, MiniwobLayout, MiniwobTask, OrderRow, SearchLayout, SelectLayout, TaskKind,
-    UnscaledLanding,
+    LayoutSpec, MiniwobLayout, MiniwobTask, OrderRow, QuietEffect, QuietItem, QuietLayout,
+    SearchLayout, SelectLayout, TaskKind, UnscaledLanding,
 };
 
 /// The most layouts a run draws per task (a config's `layouts` is at most this), so a
@@ -194,6 +194,15 @@ mod tests {
                         prop_assert!(within_viewport(&s.control));
                         prop_assert!(s.options[s.initial] != s.target);
                         prop_assert!(s.options.contains(&s.target));
+                    }
+                    LayoutSpec::Quiet(q) => {
+                        prop_assert!(q.items.iter().any(|i| i.label == q.target));
+                        match q.effect {
+                            QuietEffect::Scroll => prop_assert!(q.target_item().rect.y > 900.0),
+                            QuietEffect::Focus | QuietEffect::Select => {
+                                prop_assert!(within_viewport(&q.target_item().rect));
+                            }
+                        }
                     }
                     LayoutSpec::Miniwob(_) => {
                         prop_assert!(l.target_rect().is_some_and(|r| within_viewport(&r)));

@@ -99,6 +99,7 @@ impl Fault {
             | F::SelectIgnored
             | F::LabelRenamed => OWN_MARKUP,
             F::ErrorSwallowed | F::TimeoutAsSuccess | F::WrongFeedback | F::FalseCompletion => TOOL_SCRIPT,
+            F::EffectUndone => "defined on faultline's quiet fixture, whose page records its focus, scroll and selection in the ledger; not ported to MiniWoB++ pages",
             F::RendererCrash | F::MainThreadHang | F::NeverSettles => "defined on faultline's grid and form fixtures (the crash, the hanging handler and the mutating feed are wired to their click); not ported to MiniWoB++ pages",
         })
     }

@@ -125,6 +125,7 @@ impl FaultPlan {
             | Fault::RendererCrash
             | Fault::MainThreadHang
             | Fault::SelectIgnored
+            | Fault::EffectUndone
             | Fault::DoubleSubmit => page::execution(self.fault, rng)?,
             Fault::LabelRenamed
             | Fault::OptimisticToast

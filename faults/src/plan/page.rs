@@ -102,7 +102,7 @@ pub(super) fn dom(fault: Fault, layout: &Layout, rng: &mut ChaCha8Rng) -> Option
 
 /// Input that does not do what it shows: a click swallowed, a control disabled, a
 /// throwing handler, a click intercepted (crash) or followed by a hang, an ignored
-/// `<select>`, a fresh idempotency key per click.
+/// `<select>`, a focus, scroll or selection undone, a fresh idempotency key per click.
 pub(super) fn execution(fault: Fault, rng: &mut ChaCha8Rng) -> Option<Injection> {
     let injection = match fault {
         Fault::ClickSwallowed => (vec![], vec![PageMod::TransparentLayer]),
@@ -116,6 +116,7 @@ pub(super) fn execution(fault: Fault, rng: &mut ChaCha8Rng) -> Option<Injection>
             }],
         ),
         Fault::SelectIgnored => (vec![], vec![PageMod::SelectIgnored]),
+        Fault::EffectUndone => (vec![], vec![PageMod::UndoEffect]),
         Fault::DoubleSubmit => (vec![], vec![PageMod::FreshKeyPerClick]),
         other => unreachable!("{other:?} is not an execution fault"),
     };

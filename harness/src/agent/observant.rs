@@ -69,10 +69,11 @@ pub fn seen(expectation: &Expectation, text: &str) -> Seen {
                 .any(|l| l.trim_end().ends_with(&format!(": {option}"))),
         ),
         // A selection shown only by styling; a MiniWoB++ page's own query, which the
-        // observation's text does not answer.
+        // observation's text does not answer; a focus, scroll or text selection.
         Expectation::SelectedItem { .. }
         | Expectation::SelectedRowInFrame { .. }
-        | Expectation::MiniwobQuery { .. } => Seen::CannotTell,
+        | Expectation::MiniwobQuery { .. }
+        | Expectation::QuietEffect { .. } => Seen::CannotTell,
     }
 }
 

@@ -5,7 +5,7 @@
 //! centre to image coordinates, and writes a model-style reply. For the chart it hovers,
 //! waits for the tooltip and reads the value from the observation text, exactly as a
 //! model would read it from the screenshot. For the form it types the note and clicks
-//! Save; for the select it opens the menu and moves to the option with the arrow keys. Each decision is then replayed on a fresh
+//! Save; for the select it opens the menu and moves to the option with the arrow keys; for the quiet task it clicks the field, turns the wheel until the section is mid-screen, or double-clicks the word. Each decision is then replayed on a fresh
 //! clean page and kept only if the ledger confirms it succeeded.
 
 use crate::engine::session::Session;
@@ -83,6 +83,20 @@ async fn oracle_reply(env: &Engine, layout: &Layout) -> Result<String> {
                 .filter(|v: &String| !v.is_empty())
                 .ok_or_else(|| anyhow!("the tooltip for {} never appeared", layout.target()))?;
             Ok(format!("{hover}\nanswer(\"{value}\")"))
+        }
+        TaskKind::Quiet => {
+            let faultline_tasks::layout::LayoutSpec::Quiet(q) = &layout.spec else {
+                unreachable!("quiet layouts are quiet specs")
+            };
+            Ok(match q.effect {
+                faultline_tasks::layout::QuietEffect::Focus => format!("click({x}, {y})"),
+                // The wheel turns in viewport pixels: bring the heading to the middle.
+                faultline_tasks::layout::QuietEffect::Scroll => format!(
+                    "scroll(0, {})",
+                    (centre.y - f64::from(env.viewport.height) / 2.0).round()
+                ),
+                faultline_tasks::layout::QuietEffect::Select => format!("double_click({x}, {y})"),
+            })
         }
         TaskKind::Search => unreachable!("handled above"),
         TaskKind::Miniwob(_) => {

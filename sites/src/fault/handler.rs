@@ -87,6 +87,34 @@ pub(super) fn select_ignored(x: &mut Extras) {
     );
 }
 
+/// A focus, a scroll or a selection is undone on the next task, each reported once as
+/// it first happens. The page's own listeners (registered before) still record the
+/// effect and then its loss.
+pub(super) fn undo_effect(x: &mut Extras) {
+    x.script.push_str(
+        r#"(function () {
+  var told = {};
+  function undone(kind, data) { if (told[kind]) return; told[kind] = true; __fl.witness('effect_undone', Object.assign({ effect: kind }, data)); }
+  document.addEventListener('focusin', function (e) {
+    var f = e.target;
+    if (!(f && f.classList && f.classList.contains('field'))) return;
+    setTimeout(function () { f.blur(); undone('focus', { field: f.dataset.label }); }, 0);
+  });
+  window.addEventListener('scroll', function () {
+    var y = Math.round(window.scrollY);
+    if (y === 0) return;
+    setTimeout(function () { window.scrollTo(0, 0); undone('scroll', { y: y }); }, 0);
+  });
+  document.addEventListener('selectionchange', function () {
+    var t = String(window.getSelection()).trim();
+    if (!t) return;
+    setTimeout(function () { window.getSelection().removeAllRanges(); undone('selection', { text: t }); }, 0);
+  });
+})();
+"#,
+    );
+}
+
 /// The form shows "Saved!" at once and rolls back `rollback_ms` after a failed save.
 pub(super) fn optimistic_toast(x: &mut Extras, rollback_ms: &u64) {
     x.script.push_str(&format!(

@@ -40,6 +40,7 @@
 //!   responsive layout, items re-rendered on press, a live feed);
 //! - `handler.rs`: the click lands but the page does not do what it shows (disabled,
 //!   a throwing handler, an intercepted click or a hang after it, an ignored `<select>`,
+//!   a focus, scroll or selection undone,
 //!   an optimistic save rolled back, a fresh idempotency key per click);
 //! - `content.rs`: what the page says or how it is built (a duplicated label, a renamed
 //!   target, another locale, an injected instruction, a closed shadow root).
@@ -86,6 +87,7 @@ pub fn extras(layout: &Layout, mods: &[PageMod]) -> Extras {
             PageMod::HangAfterClick { ms } => handler::intercept_click(x, layout, Some(*ms)),
             PageMod::LiveFeed { interval_ms } => motion::live_feed(x, interval_ms),
             PageMod::SelectIgnored => handler::select_ignored(x),
+            PageMod::UndoEffect => handler::undo_effect(x),
             PageMod::Renamed { label } => content::renamed(x, layout, label),
             PageMod::OptimisticToast { rollback_ms } => handler::optimistic_toast(x, rollback_ms),
             PageMod::InjectedInstruction { text } => content::injected_instruction(x, layout, text),

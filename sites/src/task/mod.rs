@@ -23,6 +23,7 @@ mod form;
 mod frame;
 mod grid;
 mod miniwob;
+mod quiet;
 mod search;
 mod select;
 
@@ -32,7 +33,8 @@ use crate::truth::Truth;
 use axum::Router;
 use faultline_faults::site::PageMod;
 use faultline_tasks::layout::{
-    ChartLayout, FormLayout, FrameLayout, GridLayout, MiniwobLayout, SearchLayout, SelectLayout,
+    ChartLayout, FormLayout, FrameLayout, GridLayout, MiniwobLayout, QuietLayout, SearchLayout,
+    SelectLayout,
 };
 use faultline_tasks::task::LayoutSpec;
 use faultline_tasks::{Layout, MiniwobTask, TaskKind};
@@ -72,6 +74,7 @@ macro_rules! with_task {
             LayoutSpec::Chart($t) => $body,
             LayoutSpec::Form($t) => $body,
             LayoutSpec::Select($t) => $body,
+            LayoutSpec::Quiet($t) => $body,
             LayoutSpec::Miniwob($t) => $body,
         }
     };
@@ -94,6 +97,7 @@ pub(crate) fn routes() -> Router<AppState> {
                 TaskKind::Chart => ChartLayout::routes(),
                 TaskKind::Form => FormLayout::routes(),
                 TaskKind::Select => SelectLayout::routes(),
+                TaskKind::Quiet => QuietLayout::routes(),
                 // The vendored files' one route, merged once.
                 TaskKind::Miniwob(t) if t == MiniwobTask::ALL[0] => MiniwobLayout::routes(),
                 TaskKind::Miniwob(_) => Router::new(),
@@ -110,6 +114,7 @@ pub(crate) fn events(task: TaskKind) -> &'static [&'static str] {
         TaskKind::Chart => ChartLayout::EVENTS,
         TaskKind::Form => FormLayout::EVENTS,
         TaskKind::Select => SelectLayout::EVENTS,
+        TaskKind::Quiet => QuietLayout::EVENTS,
         TaskKind::Miniwob(_) => MiniwobLayout::EVENTS,
     }
 }
@@ -138,7 +143,8 @@ pub fn plan_script(layout: &Layout) -> Option<String> {
         | LayoutSpec::Frame(_)
         | LayoutSpec::Chart(_)
         | LayoutSpec::Form(_)
-        | LayoutSpec::Select(_) => None,
+        | LayoutSpec::Select(_)
+        | LayoutSpec::Quiet(_) => None,
     }
 }
 

@@ -95,6 +95,7 @@ mod form;
 mod frame;
 mod grid;
 mod miniwob;
+mod quiet;
 mod search;
 mod select;
 
@@ -103,6 +104,7 @@ pub use form::FormLayout;
 pub use frame::{FrameLayout, OrderRow};
 pub use grid::{unscaled_point, GridItem, GridLayout, UnscaledLanding};
 pub use miniwob::{MiniwobLayout, MiniwobTask, MINIWOB_AREA};
+pub use quiet::{QuietEffect, QuietItem, QuietLayout};
 pub use search::SearchLayout;
 pub use select::SelectLayout;
 
@@ -148,13 +150,14 @@ pub trait Task: Sized {
     fn into_spec(self) -> LayoutSpec;
 }
 
-/// The tasks: the four reference tasks of the design brief, two more that the anomaly
-/// catalogue needs (a form whose server writes through an idempotency key, and a native
-/// `<select>`), and the MiniWoB++ suite, one family of tasks whose pages and answer key
+/// The tasks: the four reference tasks of the design brief, three more that the anomaly
+/// catalogue needs (a form whose server writes through an idempotency key, a native
+/// `<select>`, and the quiet task, whose correct action only moves the focus, scrolls or
+/// selects), and the MiniWoB++ suite, one family of tasks whose pages and answer key
 /// come from that external suite.
 ///
 /// Each task has a stable name ([`TaskKind::name`], `Display`, `FromStr`, serde): the
-/// six fixture tasks' own (`search`, ...), and for a suite task the stored name of its
+/// seven fixture tasks' own (`search`, ...), and for a suite task the stored name of its
 /// [`MiniwobTask`] (`miniwob_click_tab`). [`TaskKind::ALL`] is report order: the fixture
 /// tasks, then the suite in [`MiniwobTask::ALL`] order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -171,6 +174,9 @@ pub enum TaskKind {
     Form,
     /// Choose an option of a native `<select>`.
     Select,
+    /// An action whose only effect leaves the DOM alone: focus a text field, scroll a
+    /// section into view or select a word, by layout.
+    Quiet,
     /// A MiniWoB++ task: its page and its reward come from the external suite.
     Miniwob(MiniwobTask),
 }
@@ -185,13 +191,14 @@ impl TaskKind {
     ];
 
     /// faultline's own fixture tasks (the catalogue's), without the external suite.
-    pub const FIXTURE: [TaskKind; 6] = [
+    pub const FIXTURE: [TaskKind; 7] = [
         TaskKind::Search,
         TaskKind::Grid,
         TaskKind::Frame,
         TaskKind::Chart,
         TaskKind::Form,
         TaskKind::Select,
+        TaskKind::Quiet,
     ];
 
     /// The MiniWoB++ tasks (pages and answer key from the external suite), in
@@ -241,6 +248,7 @@ impl TaskKind {
             TaskKind::Chart => "chart",
             TaskKind::Form => "form",
             TaskKind::Select => "select",
+            TaskKind::Quiet => "quiet",
             TaskKind::Miniwob(t) => t.stored_name(),
         }
     }
@@ -276,6 +284,7 @@ impl TaskKind {
             TaskKind::Chart => ChartLayout::generate(rng, index).into_spec(),
             TaskKind::Form => FormLayout::generate(rng, index).into_spec(),
             TaskKind::Select => SelectLayout::generate(rng, index).into_spec(),
+            TaskKind::Quiet => QuietLayout::generate(rng, index).into_spec(),
             TaskKind::Miniwob(t) => LayoutSpec::Miniwob(MiniwobLayout::generate(t, rng)),
         }
     }
@@ -290,6 +299,7 @@ impl TaskKind {
             TaskKind::Chart => ChartLayout::expectation(named),
             TaskKind::Form => FormLayout::expectation(named),
             TaskKind::Select => SelectLayout::expectation(named),
+            TaskKind::Quiet => QuietLayout::expectation(named),
             TaskKind::Miniwob(_) => MiniwobLayout::expectation(named),
         }
     }
@@ -348,6 +358,8 @@ pub enum LayoutSpec {
     Form(FormLayout),
     /// The select task's layout.
     Select(SelectLayout),
+    /// The quiet task's layout.
+    Quiet(QuietLayout),
     /// A MiniWoB++ task's layout (which task, and its episode seed). Untagged: it
     /// writes its task kind's stored name under the same `task` tag itself.
     #[serde(untagged)]
@@ -364,6 +376,7 @@ macro_rules! with_task {
             LayoutSpec::Chart($t) => $body,
             LayoutSpec::Form($t) => $body,
             LayoutSpec::Select($t) => $body,
+            LayoutSpec::Quiet($t) => $body,
             LayoutSpec::Miniwob($t) => $body,
         }
     };
@@ -405,6 +418,7 @@ mod tests {
         "chart",
         "form",
         "select",
+        "quiet",
         "miniwob_click_tab",
         "miniwob_click_dialog",
         "miniwob_enter_text",

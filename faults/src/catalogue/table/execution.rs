@@ -95,3 +95,18 @@ pub(super) const MAIN_THREAD_HANG: FaultSpec = FaultSpec {
         url: "https://github.com/microsoft/playwright/issues/13253",
     },
 };
+
+pub(super) const EFFECT_UNDONE: FaultSpec = FaultSpec {
+    id: "execution.effect_undone",
+    layer: Layer::Execution,
+    stage: Stage::Execute,
+    mechanism: M::Page,
+    tasks: tasks![Quiet],
+    description: "the page undoes an effect that leaves the DOM alone as soon as it happens: a focused field is blurred, a scroll is reset to the top, a selection is cleared",
+    injection: "a page script answers focusin with blur, scroll with scrollTo(0, 0) and selectionchange with removeAllRanges, on the next task",
+    parameters: "none",
+    witness: "the effect undone (focus, scroll or selection) and what it was",
+    implies: "the field does not keep the focus, the section is not in view, nothing is selected; the markup is the same as before the action",
+    outcome_holds: false,
+    not_fired_when: "the action had no focus, scroll or selection to undo",
+};

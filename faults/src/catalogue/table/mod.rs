@@ -163,6 +163,8 @@ faults! {
     SelectIgnored = execution::SELECT_IGNORED,
     /// The click handler blocks the page's main thread.
     MainThreadHang = execution::MAIN_THREAD_HANG,
+    /// A focus, scroll or selection is undone by the page as soon as it happens.
+    EffectUndone = execution::EFFECT_UNDONE,
     /// Mouse coordinates scaled x0.75 on the harness's own DevTools connection.
     DevtoolsScaledPointer = devtools::SCALED_POINTER,
     /// A click's mouseReleased dropped on the harness's own DevTools connection.

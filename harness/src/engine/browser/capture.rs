@@ -8,7 +8,7 @@ use anyhow::{anyhow, Context, Result};
 use chromiumoxide::cdp::browser_protocol::page::{
     CaptureScreenshotFormat, CaptureScreenshotParams, Viewport,
 };
-use faultline_policies::{Control, FrameSnapshot, PageState};
+use faultline_policies::{Control, FrameSnapshot, PageState, ScrollOffset};
 use faultline_tasks::Size;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -39,6 +39,9 @@ struct RawFrame {
     text: String,
     controls: Vec<Control>,
     selected: Vec<String>,
+    focus: String,
+    scroll: Vec<ScrollOffset>,
+    selection: String,
 }
 
 const SNAPSHOT_JS: &str = r#"(() => {
@@ -55,8 +58,29 @@ const SNAPSHOT_JS: &str = r#"(() => {
       value: String(e.value),
       checked: e.checked === true,
     }));
+  const describe = (e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : (e.getAttribute('name') ? '[name=' + e.getAttribute('name') + ']' : ''));
+  const active = document.activeElement;
+  const focus = (!active || active === document.body || active === document.documentElement) ? '' : describe(active);
+  const scroll = [];
+  if (Math.round(window.scrollX) !== 0 || Math.round(window.scrollY) !== 0) {
+    scroll.push({ target: 'window', x: Math.round(window.scrollX), y: Math.round(window.scrollY) });
+  }
+  for (const e of document.body ? document.body.querySelectorAll('*') : []) {
+    if (Math.round(e.scrollLeft) !== 0 || Math.round(e.scrollTop) !== 0) {
+      scroll.push({ target: describe(e), x: Math.round(e.scrollLeft), y: Math.round(e.scrollTop) });
+    }
+  }
+  let selection = '';
+  const field = active && (active.tagName === 'INPUT' || active.tagName === 'TEXTAREA');
+  try {
+    if (field && typeof active.selectionStart === 'number' && active.selectionEnd > active.selectionStart) {
+      selection = String(active.value).slice(active.selectionStart, active.selectionEnd);
+    }
+  } catch (_) {}
+  if (!selection && window.getSelection) selection = String(window.getSelection());
   return { now, url: location.href, html: document.documentElement.outerHTML,
-           text: document.body ? document.body.innerText : '', controls, selected };
+           text: document.body ? document.body.innerText : '', controls, selected,
+           focus, scroll, selection };
 })()"#;
 
 impl TrialPage {
@@ -117,6 +141,9 @@ impl TrialPage {
                 text: raw.text,
                 controls: raw.controls,
                 selected: raw.selected,
+                focus: raw.focus,
+                scroll: raw.scroll,
+                selection: raw.selection,
             });
         }
         frames.sort_by(|a, b| b.is_top.cmp(&a.is_top).then(a.url.cmp(&b.url)));
