@@ -169,4 +169,8 @@ pub(super) const HELD_ANSWER: FaultSpec = FaultSpec {
     implies: "the action reached the page (the ledger has it); only its answer came late: a harness that gives up on the call reports a failure that did not happen, one that waits is only slower",
     outcome_holds: true,
     not_fired_when: "the harness sent no action through the proxy",
+    source: Source::Report {
+        title: "puppeteer/puppeteer#5730: page.click does not resolve when remote debugging",
+        url: "https://github.com/puppeteer/puppeteer/issues/5730",
+    },
 };

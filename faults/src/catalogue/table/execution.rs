@@ -109,4 +109,8 @@ pub(super) const EFFECT_UNDONE: FaultSpec = FaultSpec {
     implies: "the field does not keep the focus, the section is not in view, nothing is selected; the markup is the same as before the action",
     outcome_holds: false,
     not_fired_when: "the action had no focus, scroll or selection to undo",
+    source: Source::Report {
+        title: "SkillfulAgents/SuperAgent#1056: fix(browser): report what a click did — dialogs, announcements, control state, focus — never a verdict",
+        url: "https://github.com/SkillfulAgents/SuperAgent/pull/1056",
+    },
 };
