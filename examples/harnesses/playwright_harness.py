@@ -438,7 +438,8 @@ def free_port():
 def run_item_over_devtools(playwright, item, flags):
     """The item, driven over a CDP connection of its own to `devtools`: the proxy its
     claim offers, or (--cdp) the browser itself."""
-    print(f"item {item['item']}: over CDP at {item['devtools']}", file=sys.stderr)
+    via = "CDP directly at" if flags.cdp else "the DevTools proxy"
+    print(f"item {item['item']}: over {via} {item['devtools']}", file=sys.stderr)
     browser = playwright.chromium.connect_over_cdp(item["devtools"])  # the one line
     try:
         return run_item(browser, item, flags)
