@@ -200,6 +200,16 @@ fn fault_config(dir: &Path, fault: &str, flags: &[&str]) -> PathBuf {
     path
 }
 
+/// Runs [`fault_config`] under `dir/name` and returns the run directory.
+fn fault_run(dir: &Path, name: &str, fault: &str, flags: &[&str]) -> PathBuf {
+    let out = dir.join(name);
+    run(
+        &fault_config(&dir.join(format!("cfg-{name}")), fault, flags),
+        &out,
+    );
+    out
+}
+
 /// The fault items' rows: (fired, truth, witness, not-fired reason, ledger).
 type FaultRow = (Option<bool>, bool, Option<String>, Option<String>, String);
 
@@ -222,11 +232,7 @@ fn fault_rows(out: &Path) -> Vec<FaultRow> {
 fn a_scaled_click_on_the_harness_connection_lands_off_target_and_fired_is_honest() {
     let dir = tempfile::tempdir().unwrap();
     let fault = "execution.devtools_scaled_pointer";
-    let proxied = dir.path().join("proxied");
-    run(
-        &fault_config(&dir.path().join("a"), fault, &["--devtools"]),
-        &proxied,
-    );
+    let proxied = fault_run(dir.path(), "proxied", fault, &["--devtools"]);
     let rows = fault_rows(&proxied);
     assert_eq!(rows.len(), 2, "2 layouts of the grid");
     for (fired, truth, witness, reason, ledger) in &rows {
@@ -259,8 +265,7 @@ fn a_scaled_click_on_the_harness_connection_lands_off_target_and_fired_is_honest
         );
     }
     // The same items without the proxy: the fault could not act, and says why.
-    let plain = dir.path().join("plain");
-    run(&fault_config(&dir.path().join("b"), fault, &[]), &plain);
+    let plain = fault_run(dir.path(), "plain", fault, &[]);
     for (fired, truth, _, reason, _) in fault_rows(&plain) {
         assert_eq!(fired, Some(false));
         assert!(truth, "untouched, the harness's click lands");
@@ -309,15 +314,7 @@ fn each_protocol_fault_fires_on_the_reference_harness_with_its_ledger_effect() {
         // an infrastructure error.
         ("tool.devtools_held_answer", true, None),
     ] {
-        let out = dir.path().join(fault);
-        run(
-            &fault_config(
-                &dir.path().join(format!("cfg-{fault}")),
-                fault,
-                &["--devtools"],
-            ),
-            &out,
-        );
+        let out = fault_run(dir.path(), fault, fault, &["--devtools"]);
         let rows = fault_rows(&out);
         assert_eq!(rows.len(), 2, "{fault}");
         for (fired, achieved, witness, reason, ledger) in &rows {
@@ -348,11 +345,7 @@ fn each_protocol_fault_fires_on_the_reference_harness_with_its_ledger_effect() {
 fn a_chrome_offset_moves_the_click_by_the_seeds_offset() {
     let dir = tempfile::tempdir().unwrap();
     let fault = "execution.devtools_chrome_offset";
-    let out = dir.path().join("offset");
-    run(
-        &fault_config(&dir.path().join("cfg"), fault, &["--devtools"]),
-        &out,
-    );
+    let out = fault_run(dir.path(), "offset", fault, &["--devtools"]);
     let rows = fault_rows(&out);
     assert_eq!(rows.len(), 2);
     for (fired, _, witness, _, ledger) in &rows {
@@ -451,11 +444,7 @@ async fn a_worker_scoped_proxy_serves_all_its_items_one_at_a_time_and_outlives_e
 fn a_harness_keeping_one_connection_gets_each_items_fault_on_that_item() {
     let dir = tempfile::tempdir().unwrap();
     let fault = "execution.devtools_scaled_pointer";
-    let out = dir.path().join("worker");
-    run(
-        &fault_config(&dir.path().join("cfg"), fault, &["--devtools-worker"]),
-        &out,
-    );
+    let out = fault_run(dir.path(), "worker", fault, &["--devtools-worker"]);
     let log = std::fs::read_to_string(out.join("harness-w1.log")).unwrap();
     assert_eq!(
         log.matches("one connection to").count(),
