@@ -230,6 +230,19 @@ soak TRIALS="2440" KILLS="4": chromium
     cargo build --release --quiet --bin faultline
     examples/soak/soak.sh {{TRIALS}} {{KILLS}} "${CARGO_TARGET_DIR:-target}/release/faultline"
 
+# The Slurm recipe on a real scheduler: starts a single-node cluster on this machine
+# (examples/slurm/local-cluster.sh; installs slurm-wlm and munge if missing, needs root),
+# submits `SHARDS=3 examples/slurm/submit.sh` unchanged, waits for the array and its
+# afterok merge-and-gate job, compares every merged table with an unsharded run byte for
+# byte, and stops the cluster. Exits non-zero on a failed job or any difference.
+cluster-test: chromium
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cargo build --release --quiet --bin faultline
+    target=${CARGO_TARGET_DIR:-target}
+    case "$target" in /*) ;; *) target="$PWD/$target" ;; esac
+    SHARDS=3 examples/slurm/cluster-test.sh "$target/release/faultline"
+
 # Format the code.
 fmt:
     cargo fmt --all
