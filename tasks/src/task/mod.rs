@@ -14,7 +14,7 @@
 //! | page and routes | the markup, its script, the task's extra URLs | `sites/src/task/<task>.rs`, `SiteTask::page` and `SiteTask::routes` |
 //! | truth (validate) | the ledger's verdict: did the intended outcome happen? | `sites/src/task/<task>.rs`, `SiteTask::validate` |
 //! | oracle (cheat) | the script that finds the target on the live page | `sites/src/task/<task>.rs`, `SiteTask::locate_js`, next to the markup whose selectors it reads |
-//! | outcome check | the outcome policy's judgement of the task's [`Expectation`], from what a harness can observe | `policies/src/builtin.rs`, one function per task named after it (`search_field_text`, `grid_selected_item`, ..., `miniwob_click_tab`), chosen by expectation in `OutcomePolicy::judge` (and, for the suite, by [`MiniwobTask`]) |
+//! | outcome check | the outcome policy's judgement of the task's [`Expectation`], from what a harness can observe | `policies/src/builtin/outcome.rs` (the suite's in `miniwob.rs` beside it), one function per task named after it (`search_field_text`, `grid_selected_item`, ..., `miniwob_click_tab`), chosen by expectation in `OutcomePolicy::judge` (and, for the suite, by [`MiniwobTask`]) |
 //!
 //! The truth and the oracle live with the page because they read what the page records
 //! and how it is drawn; the expectation lives here, away from the page, because a
@@ -47,7 +47,7 @@
 //! 3. `sites/src/task/<task>.rs`: the page, any extra routes, the truth and the oracle's
 //!    locate script; implement `SiteTask`, and add the arms in `sites/src/task/mod.rs`.
 //!    A new page event kind goes into the task's `EVENTS`.
-//! 4. `policies/src/builtin.rs`: the outcome policy's check for a new expectation, a
+//! 4. `policies/src/builtin/outcome.rs`: the outcome policy's check for a new expectation, a
 //!    function named after the task, and its arm in `OutcomePolicy::judge`.
 //! 5. The oracle's reply (what it types, clicks or answers around the located point),
 //!    in the harness's oracle recorder (`harness/src/experiment/record.rs`), and the
@@ -83,7 +83,7 @@
 //! 3. `tasks/src/task/mod.rs`: its stored name in the pinned-names test, which fails
 //!    until the name is listed there.
 //! 4. `sites/src/task/miniwob.rs`: its plan, an arm of `plan` (the compiler points at it).
-//! 5. `policies/src/builtin.rs`: its outcome check, a function `miniwob_<name>`, and its
+//! 5. `policies/src/builtin/miniwob.rs`: its outcome check, a function `miniwob_<name>`, and its
 //!    arm in `miniwob_query_holds` (the compiler points at it).
 //! 6. Record its decisions (`faultline record`, into
 //!    `tasks/decisions/miniwob_<name>.jsonl`), list the file in `embedded_default`
