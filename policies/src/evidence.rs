@@ -93,6 +93,30 @@ impl PageState {
     pub fn children(&self) -> impl Iterator<Item = &FrameSnapshot> {
         self.frames.iter().filter(|f| !f.is_top)
     }
+
+    /// Whether `other` shows the same content: the URL and every frame's markup, text,
+    /// controls and selected names. Focus, scroll offsets and the selection are left
+    /// aside: a change of those alone is what the `state` policy looks for, and no other
+    /// check counts it as a change of the page.
+    pub fn same_content(&self, other: &PageState) -> bool {
+        let content = |f: &FrameSnapshot| {
+            (
+                f.url.clone(),
+                f.is_top,
+                f.dom_digest.clone(),
+                f.text.clone(),
+                f.controls.clone(),
+                f.selected.clone(),
+            )
+        };
+        self.url == other.url
+            && self.frames.len() == other.frames.len()
+            && self
+                .frames
+                .iter()
+                .zip(&other.frames)
+                .all(|(a, b)| content(a) == content(b))
+    }
 }
 
 /// Everything a policy may use to judge one action.
@@ -112,4 +136,50 @@ pub struct Evidence<'a> {
     pub before_state: &'a PageState,
     /// The page's DOM state after the actions were dispatched.
     pub after_state: &'a PageState,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(digest: &str) -> FrameSnapshot {
+        FrameSnapshot {
+            url: "http://127.0.0.1/p".into(),
+            is_top: true,
+            dom_digest: digest.into(),
+            text: "t".into(),
+            controls: vec![],
+            selected: vec![],
+            focus: String::new(),
+            scroll: vec![],
+            selection: String::new(),
+        }
+    }
+
+    fn page(f: FrameSnapshot) -> PageState {
+        PageState {
+            url: "http://127.0.0.1/p".into(),
+            frames: vec![f],
+        }
+    }
+
+    #[test]
+    fn regression_focus_scroll_and_selection_alone_are_not_a_content_change() {
+        let before = page(frame("a"));
+        let mut moved = frame("a");
+        moved.focus = "input#q".into();
+        moved.scroll = vec![ScrollOffset {
+            target: "window".into(),
+            x: 0,
+            y: 40,
+        }];
+        moved.selection = "word".into();
+        let moved = page(moved);
+        assert_ne!(before, moved);
+        assert!(before.same_content(&moved));
+        assert!(!before.same_content(&page(frame("b"))));
+        let mut more = page(frame("a"));
+        more.frames.push(frame("a"));
+        assert!(!before.same_content(&more));
+    }
 }

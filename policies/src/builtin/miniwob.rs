@@ -329,7 +329,7 @@ fn miniwob_search_engine(p: &MiniwobPage<'_>) -> Judgement {
     };
     let typed = p.field("search-text").unwrap_or_default();
     let listed = p.after.text.lines().any(|l| l.trim() == *name);
-    if p.ev.after_state == p.ev.before_state {
+    if p.ev.after_state.same_content(p.ev.before_state) {
         Judgement::new(Verdict::NoChange, "Nothing changed.")
     } else if !typed.eq_ignore_ascii_case(name) {
         Judgement::new(
