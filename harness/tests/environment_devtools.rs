@@ -115,12 +115,7 @@ async fn a_claim_naming_the_harness_browser_gets_a_proxy_for_its_lease_only() {
     let upstream = chrome.devtools_addr().unwrap();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::new();
-    let claim = |body: serde_json::Value| {
-        http.post(format!("{}/v1/claim", env.url))
-            .bearer_auth(&env.token)
-            .json(&body)
-            .send()
-    };
+    let claim = |body: serde_json::Value| env.post_json(&http, "/v1/claim", &body).send();
     // An endpoint beyond loopback is refused before any item is taken.
     let r = claim(serde_json::json!({"devtools_upstream": "http://192.0.2.1:9222"}))
         .await
@@ -174,10 +169,12 @@ async fn a_claim_naming_the_harness_browser_gets_a_proxy_for_its_lease_only() {
     );
     // Reported, the lease ends and its proxy with it.
     let lease = v["item"]["lease"].as_str().unwrap();
-    let r = http
-        .post(format!("{}/v1/leases/{lease}/report", env.url))
-        .bearer_auth(&env.token)
-        .json(&serde_json::json!({"verdict": "no_change"}))
+    let r = env
+        .post_json(
+            &http,
+            &format!("/v1/leases/{lease}/report"),
+            &serde_json::json!({"verdict": "no_change"}),
+        )
         .send()
         .await
         .unwrap();
@@ -386,16 +383,10 @@ async fn a_worker_scoped_proxy_serves_all_its_items_one_at_a_time_and_outlives_e
     let upstream = format!("http://{}", chrome.devtools_addr().unwrap());
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::new();
-    let claim = |body: serde_json::Value| {
-        http.post(format!("{}/v1/claim", env.url))
-            .bearer_auth(&env.token)
-            .json(&body)
-            .send()
-    };
+    let claim = |body: serde_json::Value| env.post_json(&http, "/v1/claim", &body).send();
     let report = |lease: String| {
-        http.post(format!("{}/v1/leases/{lease}/report", env.url))
-            .bearer_auth(&env.token)
-            .json(&serde_json::json!({"verdict": "no_change"}))
+        let body = serde_json::json!({"verdict": "no_change"});
+        env.post_json(&http, &format!("/v1/leases/{lease}/report"), &body)
             .send()
     };
     // The worker scope needs a worker to belong to.

@@ -32,6 +32,18 @@ pub struct Env {
 }
 
 impl Env {
+    /// `POST {url}{path}` with the run's token and `body` as JSON, ready to send.
+    pub fn post_json(
+        &self,
+        http: &reqwest::Client,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> reqwest::RequestBuilder {
+        http.post(format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+            .json(body)
+    }
+
     /// Serves the run `config` describes into `out`.
     pub fn serve(config: &Path, out: &Path) -> Env {
         let mut child = Command::new(env!("CARGO_BIN_EXE_faultline"))
