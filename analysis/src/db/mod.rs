@@ -79,7 +79,15 @@ impl ResultsDb {
             version: SCHEMA_VERSION,
             path: path.to_path_buf(),
         };
-        match db.meta("schema_version")?.map(|v| v.parse::<i64>()) {
+        // A database whose tables are all still in its `-wal` file (copied off a node
+        // without it while the run wrote) has no meta table: say so, naming the file.
+        let version = db.meta("schema_version").map_err(|e| {
+            anyhow::anyhow!(
+                "{}: not a faultline results database ({e}); a copy made while its run was writing needs its -wal file too",
+                path.display()
+            )
+        })?;
+        match version.map(|v| v.parse::<i64>()) {
             Some(Ok(v)) if (1..=SCHEMA_VERSION).contains(&v) => {
                 db.version = v;
                 Ok(db)

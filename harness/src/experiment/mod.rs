@@ -215,6 +215,13 @@ pub fn open(req: &RunRequest) -> Result<OpenedRun> {
             req.out.display()
         )));
     }
+    // A run already writing this directory (a requeued array task whose first attempt
+    // is still alive) is found out before its database is read: without the lock first,
+    // a database the other run has only just created reads as an empty file.
+    let lock = match db_path.exists() {
+        true => Some(RunLock::acquire(&req.out)?),
+        false => None,
+    };
     if db_path.exists() {
         // Resuming: the file must be a faultline run, never adopted or restarted silently.
         let len = std::fs::metadata(&db_path)
@@ -242,7 +249,10 @@ pub fn open(req: &RunRequest) -> Result<OpenedRun> {
         find_chromium(req.config.chromium.as_deref())?;
     }
     std::fs::create_dir_all(&req.out).with_context(|| format!("creating {}", req.out.display()))?;
-    let _lock = RunLock::acquire(&req.out)?;
+    let _lock = match lock {
+        Some(lock) => lock,
+        None => RunLock::acquire(&req.out)?,
+    };
     let identity = serde_json::to_string(&req.config.identity())?;
     // The agents are built before the browser starts, so a bad endpoint config or a
     // missing replay cassette stops the run before any trial.
