@@ -41,7 +41,7 @@ mod witness;
 
 pub use catalogue::{Fault, FaultSpec, Layer, Mechanism, Source, Stage};
 pub use plan::{
-    target_rect, BeforeAct, FaultPlan, FeedbackContext, FALSE_CLAIM, LEAKED_TOKEN,
+    target_rect, BeforeAct, FaultPlan, FeedbackContext, Misread, FALSE_CLAIM, LEAKED_TOKEN,
     NO_CHANGE_MESSAGE, RESULTS_MARKER,
 };
 pub use select::select;

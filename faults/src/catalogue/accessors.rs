@@ -60,6 +60,10 @@ impl Fault {
         Some(match self {
             F::TokenLeak
             | F::UnscaledCoordinates
+            | F::ProviderDownscale
+            | F::DeviceScaleMismatch
+            | F::WindowOffset
+            | F::NormalisedGridMisread
             | F::CookieBanner
             | F::Modal
             | F::TargetShift

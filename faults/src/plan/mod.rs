@@ -6,13 +6,16 @@
 //! a fault acts only where it belongs. A hook that changed something returns a
 //! [`Witness`]; one that changed nothing returns none.
 
+mod coordinates;
 mod network;
 mod page;
+
+pub use coordinates::Misread;
 
 use crate::catalogue::Fault;
 use crate::site::{NetworkRule, PageMod, SiteInjection};
 use crate::witness::{UnscaledClickWitness, Witness};
-use faultline_tasks::{parse_reply, seed, Action, Layout, Point, Rect, Size};
+use faultline_tasks::{parse_reply, seed, Action, CoordinateSpace, Layout, Point, Rect, Size};
 use rand::Rng;
 use serde_json::json;
 
@@ -134,6 +137,10 @@ impl FaultPlan {
             | Fault::HoverHighlight => page::semantic(self.fault, layout, rng)?,
             Fault::TokenLeak
             | Fault::UnscaledCoordinates
+            | Fault::ProviderDownscale
+            | Fault::DeviceScaleMismatch
+            | Fault::WindowOffset
+            | Fault::NormalisedGridMisread
             | Fault::IframeNoChange
             | Fault::CaptureBeforeTooltip
             | Fault::CaptureBeforeSettled
@@ -319,8 +326,40 @@ impl FaultPlan {
                     .expect("points serialise"),
                 )),
             ),
-            _ => (intended, None),
+            _ => match self.misread(image, viewport) {
+                Some(m) => {
+                    let model = m.model_point(intended, viewport, image_point);
+                    let executed = m.executed(model, viewport);
+                    // Half a pixel either way is the same pixel: nothing misread.
+                    if (executed.x - intended.x).abs() < 0.5
+                        && (executed.y - intended.y).abs() < 0.5
+                    {
+                        return (intended, None);
+                    }
+                    let w = Witness::new(
+                        self.id(),
+                        format!("clicked {executed} instead of {intended} ({})", m.seen()),
+                        json!({
+                            "image_point": image_point,
+                            "seen": m.seen(),
+                            "misread": m,
+                            "model_point": model,
+                            "intended": intended,
+                            "executed": executed,
+                        }),
+                    );
+                    (executed, Some(w))
+                }
+                None => (intended, None),
+            },
         }
+    }
+
+    /// The coordinate-space misread this plan's fault makes, drawn from the trial seed
+    /// (`None` outside the family). `space` is the extent of the reply's coordinate space.
+    pub fn misread(&self, space: Size, viewport: Size) -> Option<Misread> {
+        let grid_reply = space == CoordinateSpace::Normalized1000.extent(space);
+        Misread::draw(self.fault, viewport, grid_reply, &mut self.rng())
     }
 
     /// Whether the execute stage must run the harness's own hit test of each click (the

@@ -114,3 +114,81 @@ pub(super) const EFFECT_UNDONE: FaultSpec = FaultSpec {
         url: "https://github.com/SkillfulAgents/SuperAgent/pull/1056",
     },
 };
+
+// ---- the coordinate-space family (harness side: the execute stage's conversions) ----
+
+pub(super) const PROVIDER_DOWNSCALE: FaultSpec = FaultSpec {
+    id: "execution.provider_downscale",
+    layer: Layer::Execution,
+    stage: Stage::Execute,
+    mechanism: M::Harness,
+    tasks: tasks![Grid, ..MINIWOB],
+    description: "the model provider downscaled the screenshot (1568 px long edge, or 1.15 MP) and the executor scaled the model's point from the size it sent: clicks land 23-45 % short",
+    injection: "the execute stage converts the model's point, written in the provider's downscaled image, from the capture's size to the viewport",
+    parameters: "the capture (a 2x device-pixel screenshot, whole or capped at 2048 px) and the provider's rule (long edge alone, or with the 1.15 MP budget), from the trial seed",
+    witness: "the image point, the image the model saw, the model's point in it, the intended viewport point, the dispatched one and the elements each meets",
+    implies: "the click lands on another element or on blank space; the target is not selected",
+    outcome_holds: false,
+    not_fired_when: "the dispatched point still meets the element the intended one meets",
+    source: Source::Report {
+        title: "domdomegg/computer-use-mcp#35: Fix coordinate scaling for downsampled screenshots",
+        url: "https://github.com/domdomegg/computer-use-mcp/pull/35",
+    },
+};
+
+pub(super) const DEVICE_SCALE_MISMATCH: FaultSpec = FaultSpec {
+    id: "execution.device_scale_mismatch",
+    layer: Layer::Execution,
+    stage: Stage::Execute,
+    mechanism: M::Harness,
+    tasks: tasks![Grid, ..MINIWOB],
+    description: "the page runs at device scale factor 2 or 3 and the executor confuses device and CSS pixels: clicks land at DSF times, or 1/DSF of, the intended point",
+    injection: "the execute stage dispatches device pixels as CSS pixels (the screenshot in device pixels), or divides CSS pixels by the factor (the screenshot in CSS pixels)",
+    parameters: "the device scale factor (2 or 3) and which way round, from the trial seed",
+    witness: "the image point, the space the model saw, the model's point in it, the intended viewport point, the dispatched one and the elements each meets",
+    implies: "the click lands on another element, on blank space or outside the viewport; the target is not selected",
+    outcome_holds: false,
+    not_fired_when: "the dispatched point still meets the element the intended one meets",
+    source: Source::Report {
+        title: "trycua/cua#1739: cua-computer-server (Python): screenshot ↔ click coordinate space mismatch on macOS Retina/AVF",
+        url: "https://github.com/trycua/cua/issues/1739",
+    },
+};
+
+pub(super) const WINDOW_OFFSET: FaultSpec = FaultSpec {
+    id: "execution.window_offset",
+    layer: Layer::Execution,
+    stage: Stage::Execute,
+    mechanism: M::Harness,
+    tasks: tasks![Grid, ..MINIWOB],
+    description: "the model saw the whole window, its page offset by the browser's chrome, and the executor dispatches the window point as a viewport point, or scales it by a factor inferred from the offset",
+    injection: "the execute stage adds the chrome offset to the point, or scales the offset point by the viewport's size over the window's",
+    parameters: "the chrome offset ((128, 81), a 47 px header bar or a (8, 31) window frame) and whether the tool subtracts or scales, from the trial seed",
+    witness: "the image point, the space the model saw, the model's point in it, the intended viewport point, the dispatched one and the elements each meets",
+    implies: "the click lands below and right of the target, on another element or on blank space; the target is not selected",
+    outcome_holds: false,
+    not_fired_when: "the dispatched point still meets the element the intended one meets",
+    source: Source::Report {
+        title: "trycua/cua#3237: Linux X11: pixel action frame excludes title bar while get_window_state screenshot includes it (~47px systematic miss)",
+        url: "https://github.com/trycua/cua/issues/3237",
+    },
+};
+
+pub(super) const NORMALISED_GRID_MISREAD: FaultSpec = FaultSpec {
+    id: "execution.normalised_grid_misread",
+    layer: Layer::Execution,
+    stage: Stage::Execute,
+    mechanism: M::Harness,
+    tasks: tasks![Grid, ..MINIWOB],
+    description: "the reply's points are read in the other convention: a 0-1000 grid used as viewport pixels, or screenshot pixels read as a 0-1000 grid",
+    injection: "the execute stage reads a grid reply's numbers as viewport pixels, and a pixel reply's numbers as thousandths of the viewport",
+    parameters: "none: the direction follows from the reply's own coordinate space",
+    witness: "the image point, the space the model saw, the intended viewport point, the dispatched one and the elements each meets",
+    implies: "the click lands on another element or on blank space; the target is not selected",
+    outcome_holds: false,
+    not_fired_when: "the dispatched point still meets the element the intended one meets",
+    source: Source::Report {
+        title: "rdi-berkeley/agents-last-exam#57: feat(ale-claw): rescale normalized (Gemini) pointer coordinates to pixels",
+        url: "https://github.com/rdi-berkeley/agents-last-exam/pull/57",
+    },
+};

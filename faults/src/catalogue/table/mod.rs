@@ -165,6 +165,14 @@ faults! {
     MainThreadHang = execution::MAIN_THREAD_HANG,
     /// A focus, scroll or selection is undone by the page as soon as it happens.
     EffectUndone = execution::EFFECT_UNDONE,
+    /// The model saw the provider's downscaled screenshot; the executor scaled from the sent size.
+    ProviderDownscale = execution::PROVIDER_DOWNSCALE,
+    /// Device and CSS pixels confused at device scale factor 2 or 3.
+    DeviceScaleMismatch = execution::DEVICE_SCALE_MISMATCH,
+    /// A window point (page offset by the browser's chrome) dispatched as a viewport point.
+    WindowOffset = execution::WINDOW_OFFSET,
+    /// A 0-1000 grid read as pixels, or pixels read as a 0-1000 grid.
+    NormalisedGridMisread = execution::NORMALISED_GRID_MISREAD,
     /// Mouse coordinates scaled x0.75 on the harness's own DevTools connection.
     DevtoolsScaledPointer = devtools::SCALED_POINTER,
     /// A click's mouseReleased dropped on the harness's own DevTools connection.

@@ -27,6 +27,13 @@ pub const RELEASE_TOOLTIP: &str =
 /// nothing. The unsettled-capture fault records it for the action after a skipped wait.
 pub const NEXT_ACTION_MET: &str = "(() => { const e = document.elementFromPoint({x}, {y}); if (!e) return null; const text = (e.innerText || e.value || '').trim().replace(/\\s+/g, ' ').slice(0, 60); return { tag: e.tagName, id: e.id || null, class: (typeof e.className === 'string' ? e.className : '') || null, text }; })()";
 
+/// What two viewport points meet (`{ax}`, `{ay}`: the intended point; `{bx}`, `{by}`: the
+/// dispatched one): each element described (`null` outside the viewport), and whether a
+/// click at the second reaches what a click at the first would: the same element, one
+/// inside it, or the same control (the nearest button, link, form field, label or
+/// element with a role, handler or tab stop around each).
+pub const LANDING: &str = "(() => { const a = document.elementFromPoint({ax}, {ay}), b = document.elementFromPoint({bx}, {by}); const d = (e) => e ? { tag: e.tagName.toLowerCase(), id: e.id || null, text: (e.innerText || e.value || '').trim().replace(/\\s+/g, ' ').slice(0, 40) } : null; const control = (e) => e && (e.closest('button, a, input, select, textarea, label, [role], [onclick], [tabindex]') || e); const same = !!a && !!b && (a === b || a.contains(b) || control(a) === control(b)); return { intended: d(a), landed: d(b), same }; })()";
+
 /// One dispatched action.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Executed {
@@ -86,6 +93,16 @@ impl RoundTrip {
                         Some(f) => f.on_execute(p, source, self.page.viewport()),
                         None => (p.scale(source, self.page.viewport()), None),
                     };
+                    let w = match w {
+                        Some(w)
+                            if self.fault.as_ref().is_some_and(|f| {
+                                f.misread(source, self.page.viewport()).is_some()
+                            }) =>
+                        {
+                            self.landing(w).await?
+                        }
+                        w => w,
+                    };
                     x.witness = x.witness.or(w);
                     Some(vp)
                 }
@@ -113,6 +130,32 @@ impl RoundTrip {
             x.messages.push((honest, nominal));
         }
         Ok(x)
+    }
+
+    /// A coordinate misread's witness with what each point meets on the page, or `None`
+    /// (not fired) when the dispatched point still meets the element the intended one
+    /// meets, or one inside it: the misread then changed nothing a page could tell.
+    async fn landing(&mut self, mut w: Witness) -> Result<Option<Witness>> {
+        let point = |key: &str| {
+            w.get(key)
+                .and_then(|v| serde_json::from_value::<Point>(v.clone()).ok())
+        };
+        let (Some(intended), Some(executed)) = (point("intended"), point("executed")) else {
+            return Ok(Some(w));
+        };
+        let js = LANDING
+            .replace("{ax}", &intended.x.to_string())
+            .replace("{ay}", &intended.y.to_string())
+            .replace("{bx}", &executed.x.to_string())
+            .replace("{by}", &executed.y.to_string());
+        let hit = self.page.eval(&js).await?;
+        if hit["same"] == serde_json::Value::Bool(true) {
+            return Ok(None);
+        }
+        w.data
+            .insert("intended_element".into(), hit["intended"].clone());
+        w.data.insert("landed_on".into(), hit["landed"].clone());
+        Ok(Some(w))
     }
 
     /// Dispatches one action; returns what an honest tool says about it and what it
