@@ -10,7 +10,7 @@ mod common;
 use common::{copy_dir, faultline};
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// One task, two layouts, the reference faults, no recovery phase; one job at a time,
@@ -51,12 +51,7 @@ fn s(p: &Path) -> &str {
 }
 
 fn spawn_shard(cfg: &Path, out: &Path, shard: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_faultline"))
-        .args(["run", "--config", s(cfg), "--out", s(out), "--shard", shard])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    common::spawn_shard(cfg, out, shard, Stdio::piped())
 }
 
 /// (trials stored, items assigned) in a shard's database, as another process sees them

@@ -7,7 +7,7 @@ mod common;
 use common::{faultline, tables};
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 /// Two tasks, two layouts, the reference faults, a small recovery phase.
@@ -39,12 +39,7 @@ fn s(p: &Path) -> &str {
 }
 
 fn spawn_shard(cfg: &Path, out: &Path, shard: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_faultline"))
-        .args(["run", "--config", s(cfg), "--out", s(out), "--shard", shard])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap()
+    common::spawn_shard(cfg, out, shard, std::process::Stdio::null())
 }
 
 /// Runs shards `1/n` to `n/n`, at most two processes at a time; returns their directories.

@@ -7,7 +7,7 @@ use faultline::config::{self, ExperimentConfig, Overrides};
 use faultline::experiment::{Harness, RunRequest, RunSummary};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 /// The default experiment resolved with small overrides.
 pub fn config(layouts: u32, jobs: usize) -> ExperimentConfig {
@@ -132,6 +132,27 @@ pub fn faultline(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// `faultline run --config CFG --out OUT --shard SHARD` started in the background, its
+/// stdout discarded and its stderr as given (piped only when the caller reads it:
+/// `wait_with_output` does; a bare `wait` on a piped stderr could fill the pipe).
+pub fn spawn_shard(cfg: &Path, out: &Path, shard: &str, stderr: Stdio) -> Child {
+    let path = |p: &Path| p.to_str().expect("a UTF-8 path").to_string();
+    Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args([
+            "run",
+            "--config",
+            &path(cfg),
+            "--out",
+            &path(out),
+            "--shard",
+            shard,
+        ])
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("the binary starts")
 }
 
 /// Copies the folder `from` to `to`, subfolders included (a run directory, its
