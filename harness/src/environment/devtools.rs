@@ -204,7 +204,8 @@ impl Tamper for Slot {
 }
 
 /// A worker's proxy (`"devtools_scope": "worker"`): started at the worker's first
-/// claim, kept until the run ends or the worker names another browser.
+/// claim, kept until the run ends, the worker names another browser or its process
+/// exits.
 pub struct WorkerProxy {
     proxy: Proxy,
     upstream: SocketAddr,
@@ -225,6 +226,13 @@ impl WorkerProxies {
             .await
             .get(worker)
             .and_then(|w| w.lease.clone())
+    }
+
+    /// Stops `worker`'s proxy, if it has one: its process exited, and whatever starts in
+    /// its place opens a connection of its own (and gets a new proxy at its first
+    /// claim). Every connection the proxy relayed ends with it; the browser stays.
+    pub async fn release(&self, worker: &str) -> bool {
+        self.0.lock().await.remove(worker).is_some()
     }
 
     /// The item's proxy on `worker`'s own: started (or restarted for a new `upstream`)
@@ -286,6 +294,40 @@ mod tests {
         for &f in Fault::ALL {
             assert_eq!(protocol_fault(f, 1).is_some(), f.on_the_protocol(), "{f}");
         }
+    }
+
+    /// Regression (a worker's proxy outlived the worker's process until the run ended):
+    /// a released worker's proxy stops listening, and the next claim starts a new one.
+    #[tokio::test]
+    async fn a_released_worker_proxy_stops_listening_and_the_next_claim_starts_anew() {
+        // Nothing is relayed here, so the upstream is never dialled.
+        let upstream: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let proxies = WorkerProxies::default();
+        let first = proxies.claim("w1", upstream, "l1", None, 1).await.unwrap();
+        let url = first.url();
+        drop(first);
+        let addr = url.trim_start_matches("http://").to_string();
+        assert!(tokio::net::TcpStream::connect(&addr).await.is_ok(), "{url}");
+        assert!(proxies.release("w1").await);
+        assert!(!proxies.release("w1").await, "released once");
+        assert_eq!(proxies.holding("w1").await, None);
+        // The listener is gone once its task has been aborted.
+        let mut refused = false;
+        for _ in 0..100 {
+            if tokio::net::TcpStream::connect(&addr).await.is_err() {
+                refused = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(refused, "{url} still accepts connections after release");
+        let again = proxies.claim("w1", upstream, "l2", None, 1).await.unwrap();
+        let addr = again.url().trim_start_matches("http://").to_string();
+        assert!(
+            tokio::net::TcpStream::connect(&addr).await.is_ok(),
+            "a new proxy listens"
+        );
+        assert_eq!(proxies.holding("w1").await.as_deref(), Some("l2"));
     }
 
     #[test]

@@ -113,6 +113,8 @@ impl Workers {
             self.workers[i].child = None;
             kill_group(self.workers[i].group.take());
             let name = self.workers[i].name.clone();
+            // Its DevTools proxy goes with it (the worker started again gets a new one).
+            shared.worker_proxies.release(&name).await;
             let held = shared
                 .board
                 .lock()
