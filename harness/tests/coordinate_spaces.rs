@@ -9,19 +9,14 @@
 mod common;
 
 use faultline::engine::trial::run_trial;
-use faultline_faults::{Fault, FaultPlan};
+use faultline_faults::{Fault, FaultPlan, Misread};
 use faultline_tasks::decision::embedded_default;
 use faultline_tasks::layout::{IMAGE, VIEWPORT};
 use faultline_tasks::seed::DEFAULT_ROOT_SEED;
 use faultline_tasks::{Point, TaskKind};
 use std::collections::BTreeMap;
 
-const FAMILY: [Fault; 4] = [
-    Fault::ProviderDownscale,
-    Fault::DeviceScaleMismatch,
-    Fault::WindowOffset,
-    Fault::NormalisedGridMisread,
-];
+const FAMILY: [Fault; 4] = Misread::FAMILY;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_misread_fires_with_its_witness_and_ledger_or_is_stored_as_not_fired() {

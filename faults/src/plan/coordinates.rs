@@ -104,6 +104,14 @@ fn whole(p: Point) -> Point {
 }
 
 impl Misread {
+    /// The faults of the family, each drawing its misread in [`Misread::draw`].
+    pub const FAMILY: [Fault; 4] = [
+        Fault::ProviderDownscale,
+        Fault::DeviceScaleMismatch,
+        Fault::WindowOffset,
+        Fault::NormalisedGridMisread,
+    ];
+
     /// The misread a coordinate-family fault draws for a trial, `None` for any other
     /// fault. `grid_reply` is whether the decision's points are on a 0–1000 grid.
     pub fn draw(
@@ -375,14 +383,7 @@ mod tests {
         for f in Fault::ALL {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
             let m = Misread::draw(*f, VP, false, &mut rng);
-            let family = matches!(
-                f,
-                Fault::ProviderDownscale
-                    | Fault::DeviceScaleMismatch
-                    | Fault::WindowOffset
-                    | Fault::NormalisedGridMisread
-            );
-            assert_eq!(m.is_some(), family, "{f}");
+            assert_eq!(m.is_some(), Misread::FAMILY.contains(f), "{f}");
         }
     }
 

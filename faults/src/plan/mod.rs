@@ -355,6 +355,12 @@ impl FaultPlan {
         }
     }
 
+    /// Whether the fault is one of the coordinate-space family ([`Misread::FAMILY`]):
+    /// the execute stage then hit-tests where its point landed.
+    pub fn misreads_coordinates(&self) -> bool {
+        Misread::FAMILY.contains(&self.fault)
+    }
+
     /// The coordinate-space misread this plan's fault makes, drawn from the trial seed
     /// (`None` outside the family). `space` is the extent of the reply's coordinate space.
     pub fn misread(&self, space: Size, viewport: Size) -> Option<Misread> {

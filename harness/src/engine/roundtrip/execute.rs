@@ -89,17 +89,19 @@ impl RoundTrip {
         for action in actions {
             let viewport_point = match action.point() {
                 Some(p) => {
+                    let viewport = self.page.viewport();
                     let (vp, w) = match &self.fault {
-                        Some(f) => f.on_execute(p, source, self.page.viewport()),
-                        None => (p.scale(source, self.page.viewport()), None),
+                        Some(f) => f.on_execute(p, source, viewport),
+                        None => (p.scale(source, viewport), None),
                     };
                     let w = match w {
                         Some(w)
-                            if self.fault.as_ref().is_some_and(|f| {
-                                f.misread(source, self.page.viewport()).is_some()
-                            }) =>
+                            if self
+                                .fault
+                                .as_ref()
+                                .is_some_and(FaultPlan::misreads_coordinates) =>
                         {
-                            self.landing(w).await?
+                            self.landing(w, p.scale(source, viewport), vp).await?
                         }
                         w => w,
                     };
@@ -135,14 +137,12 @@ impl RoundTrip {
     /// A coordinate misread's witness with what each point meets on the page, or `None`
     /// (not fired) when the dispatched point still meets the element the intended one
     /// meets, or one inside it: the misread then changed nothing a page could tell.
-    async fn landing(&mut self, mut w: Witness) -> Result<Option<Witness>> {
-        let point = |key: &str| {
-            w.get(key)
-                .and_then(|v| serde_json::from_value::<Point>(v.clone()).ok())
-        };
-        let (Some(intended), Some(executed)) = (point("intended"), point("executed")) else {
-            return Ok(Some(w));
-        };
+    async fn landing(
+        &mut self,
+        mut w: Witness,
+        intended: Point,
+        executed: Point,
+    ) -> Result<Option<Witness>> {
         let js = LANDING
             .replace("{ax}", &intended.x.to_string())
             .replace("{ay}", &intended.y.to_string())
