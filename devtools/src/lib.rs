@@ -54,6 +54,7 @@
 pub mod fault;
 pub mod http;
 pub mod relay;
+pub mod sessions;
 
 use serde_json::Value;
 use std::io;
@@ -116,6 +117,12 @@ pub trait Tamper: Send + Sync + 'static {
     /// [`Step::Then`]).
     fn injected_answer(&self, route: Route<'_>, request: &Value, answer: &Value) {
         let _ = (route, request, answer);
+    }
+    /// Whether nothing is armed right now: every message is then relayed as the bytes
+    /// it arrived as, without being parsed (a connection shared by many items costs
+    /// nothing while none of them has a fault).
+    fn idle(&self) -> bool {
+        false
     }
 }
 

@@ -185,7 +185,7 @@ where
             let _ = link.to_browser.send(m).await;
             return;
         }
-        let Some((tamper, mut v)) = tamperable(&link.tamper, &m) else {
+        let Some((tamper, mut v)) = tamperable(&link.tamper, &link.waiting, &m) else {
             if link.to_browser.send(m).await.is_err() {
                 return;
             }
@@ -258,7 +258,7 @@ where
             let _ = link.to_client.send(m).await;
             return;
         }
-        let Some((tamper, mut v)) = tamperable(&link.tamper, &m) else {
+        let Some((tamper, mut v)) = tamperable(&link.tamper, &link.waiting, &m) else {
             if link.to_client.send(m).await.is_err() {
                 return;
             }
@@ -368,15 +368,21 @@ fn json(v: &Value) -> Message {
 }
 
 /// A message a fault may change: a text message that parses as JSON, with the armed
-/// tamper. `None` (no fault armed, a binary frame, text that is not JSON): it is relayed
-/// as the bytes it arrived as.
+/// tamper. `None` (no fault armed or the tamper idle, a binary frame, text that is not
+/// JSON): it is relayed as the bytes it arrived as.
 fn tamperable<'a>(
     tamper: &'a Option<Arc<dyn Tamper>>,
+    waiting: &Waiting,
     m: &Message,
 ) -> Option<(&'a Arc<dyn Tamper>, Value)> {
     let (Some(tamper), Message::Text(text)) = (tamper, m) else {
         return None;
     };
+    // Idle, with no command of the proxy's own awaiting its answer (which must still be
+    // taken out of the stream): nothing to parse.
+    if tamper.idle() && waiting.lock().expect("not poisoned").is_empty() {
+        return None;
+    }
     serde_json::from_str::<Value>(text.as_str())
         .ok()
         .map(|v| (tamper, v))

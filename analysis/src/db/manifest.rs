@@ -176,10 +176,12 @@ mod erased {
 
 /// The resolved config's keys that do not change what an item measures (see the module
 /// docs): left out of [`resume_identity`].
-pub const NOT_IN_RESUME_IDENTITY: [&str; 6] = [
+pub const NOT_IN_RESUME_IDENTITY: [&str; 7] = [
     "jobs",
     "liveness",
     "isolation",
+    // Transparent for every fault but those on the protocol, which need it on anyway.
+    "devtools_proxy",
     "source",
     "chromium",
     "cassette",

@@ -33,8 +33,11 @@ pub(super) fn resolve_faults(
 }
 
 /// Drops the faults on the DevTools protocol from a selection a built-in run makes (its
-/// `all` included): they are injected into an external harness's own browser
-/// connection, never into faultline's. A selection of nothing else is an error.
+/// `all` included) when its browser connection does not go through the proxy (and from
+/// every built-in recovery selection: an episode's protocol side is not wired): they are
+/// injected by the DevTools proxy, into an external harness's own browser connection or,
+/// with `[browser] devtools_proxy = true`, into faultline's. A selection of nothing else
+/// is an error.
 pub(super) fn drop_protocol_faults(faults: &mut Vec<Fault>, at: &str) -> Result<()> {
     if !faults.iter().any(|f| f.on_the_protocol()) {
         return Ok(());
@@ -42,7 +45,7 @@ pub(super) fn drop_protocol_faults(faults: &mut Vec<Fault>, at: &str) -> Result<
     faults.retain(|f| !f.on_the_protocol());
     if faults.is_empty() {
         bail!(
-            "{at}: faults on the DevTools protocol act on an external harness's own browser connection; run them under [harness], with a harness that connects through the proxy its claims offer"
+            "{at}: faults on the DevTools protocol act on a browser connection through faultline's DevTools proxy; set `[browser] devtools_proxy = true` for detection, or run them under [harness] with a harness that connects through the proxy its claims offer"
         );
     }
     Ok(())

@@ -176,4 +176,7 @@ pub struct BrowserFile {
     pub executable: Option<PathBuf>,
     /// How trials are kept apart: `fresh_context` or `reused_context` (see [`Isolation`](crate::engine::browser::Isolation)).
     pub isolation: Option<String>,
+    /// Whether faultline's own browser connection goes through its DevTools proxy
+    /// (default false): what lets a built-in run select the faults on the protocol.
+    pub devtools_proxy: Option<bool>,
 }

@@ -13,11 +13,15 @@ pub const CATALOGUE_CONFIG: &str = include_str!("../../configs/catalogue.toml");
 /// The MiniWoB++ suite: its pages and its own reward as the answer key.
 pub const MINIWOB_CONFIG: &str = include_str!("../../configs/miniwob.toml");
 
+/// The faults on the DevTools protocol, through faultline's own browser connection.
+pub const DEVTOOLS_CONFIG: &str = include_str!("../../configs/devtools.toml");
+
 /// Names accepted by `--config` besides file paths.
 pub const EMBEDDED: &[(&str, &str)] = &[
     ("default", DEFAULT_CONFIG),
     ("catalogue", CATALOGUE_CONFIG),
     ("miniwob", MINIWOB_CONFIG),
+    ("devtools", DEVTOOLS_CONFIG),
 ];
 
 /// The config text as passed: its name and contents.

@@ -23,7 +23,8 @@ use harness::resolve_harness;
 pub use harness::{reaches_external, HarnessConfig, DEFAULT_LEASE_MS, MAX_WORKERS};
 use locate::{line_of_key, line_of_offset, table_at};
 pub use locate::{
-    load_text, ConfigText, CATALOGUE_CONFIG, DEFAULT_CONFIG, EMBEDDED, MINIWOB_CONFIG,
+    load_text, ConfigText, CATALOGUE_CONFIG, DEFAULT_CONFIG, DEVTOOLS_CONFIG, EMBEDDED,
+    MINIWOB_CONFIG,
 };
 use plugins::{plugin_spec, resolve_plugins};
 use recovery::resolve_recovery;
@@ -101,6 +102,12 @@ pub struct ExperimentConfig {
     /// give every trial a page in the state of a fresh one, and the same tables.
     #[serde(default)]
     pub isolation: Isolation,
+    /// Whether the browser connection goes through faultline's DevTools proxy
+    /// (`[browser] devtools_proxy`), so the faults on the protocol can be armed per page.
+    /// Not part of what a run *is*: with no such fault armed the proxy relays every
+    /// message unchanged. Absent from the stored config when off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub devtools_proxy: bool,
     /// The viewport every page is laid out for.
     pub viewport: Size,
     /// The screenshot size a model sees.
@@ -304,7 +311,12 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
             at("faults")
         },
     )?;
-    if harness.is_none() {
+    let devtools_proxy = file
+        .browser
+        .as_ref()
+        .and_then(|b| b.devtools_proxy)
+        .unwrap_or(false);
+    if harness.is_none() && !devtools_proxy {
         faults::drop_protocol_faults(&mut faults, &at("faults"))?;
     }
     if harness.is_some() {
@@ -439,6 +451,7 @@ pub fn resolve(config: &ConfigText, overrides: &Overrides) -> Result<ExperimentC
         timing,
         liveness,
         isolation,
+        devtools_proxy,
         viewport: VIEWPORT,
         image: IMAGE,
         chromium: file.browser.and_then(|b| b.executable),
@@ -505,15 +518,17 @@ mod tests {
         assert_eq!(c.decisions, DecisionSource::Auto);
     }
 
-    /// The protocol faults act on an external harness's own DevTools connection: no
-    /// built-in run selects them, so the embedded configs run exactly what they did
-    /// before the faults existed; a run under `[harness]` gets them from `all`, and a
-    /// built-in run that names only them is told where they belong.
+    /// The protocol faults act on a browser connection through the DevTools proxy: a
+    /// built-in run selects them only with `[browser] devtools_proxy = true`, so the
+    /// other embedded configs run exactly what they did before the faults existed; a run
+    /// under `[harness]` gets them from `all`, and a built-in run without the proxy that
+    /// names only them is told how to get them.
     #[test]
-    fn built_in_runs_never_select_a_fault_on_the_devtools_protocol() {
+    fn built_in_runs_select_a_fault_on_the_devtools_protocol_only_through_the_proxy() {
         for name in [None, Some("catalogue"), Some("miniwob")] {
             let c = resolve(&load_text(name).unwrap(), &Overrides::default()).unwrap();
             assert!(!c.faults.iter().any(|f| f.on_the_protocol()), "{name:?}");
+            assert!(!c.devtools_proxy, "{name:?}");
             assert!(
                 !c.recovery.faults.iter().any(|f| f.on_the_protocol()),
                 "{name:?}"
@@ -533,7 +548,34 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
+        assert!(e.contains("devtools_proxy = true"), "{e}");
         assert!(e.contains("under [harness]"), "{e}");
+        let proxied = resolve(
+            &text("faults = [\"all\"]\n[browser]\ndevtools_proxy = true\n"),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert!(proxied.faults.contains(&Fault::DevtoolsHeldAnswer));
+        let devtools =
+            resolve(&load_text(Some("devtools")).unwrap(), &Overrides::default()).unwrap();
+        assert!(devtools.devtools_proxy);
+        assert_eq!(
+            devtools.faults.len(),
+            Fault::ALL.iter().filter(|f| f.on_the_protocol()).count()
+        );
+        assert!(devtools.faults.iter().all(|f| f.on_the_protocol()));
+        // The proxy is transparent for every other fault: it is not part of what a run is.
+        let plain = resolve(&text("faults = [\"reference\"]\n"), &Overrides::default()).unwrap();
+        let through = resolve(
+            &text("faults = [\"reference\"]\n[browser]\ndevtools_proxy = true\n"),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(plain.identity(), through.identity());
+        assert!(serde_json::to_value(&plain)
+            .unwrap()
+            .get("devtools_proxy")
+            .is_none());
     }
 
     #[test]

@@ -20,6 +20,8 @@
 //! - [`trial`]: one detection trial (replay, every policy judges, then score);
 //! - [`episode`]: one recovery episode (replay, then the agent acts on the policy's
 //!   feedback until it stops or runs out of budget);
+//! - [`protocol`]: faults on the DevTools protocol, armed on one page's session of a
+//!   browser connection that goes through faultline's DevTools proxy;
 //! - [`waiting`]: an item whose CDP call goes unanswered for long counts as waiting, not
 //!   working, so its phase can start another item in its place.
 
@@ -28,6 +30,7 @@ pub mod cost;
 pub mod episode;
 pub mod judge;
 pub mod liveness;
+pub mod protocol;
 pub mod roundtrip;
 pub mod scorer;
 pub mod session;
@@ -40,6 +43,7 @@ pub use session::Session;
 
 use anyhow::{anyhow, Result};
 use browser::{BrowserHandle, Isolation, PagePool, PoolSize, TrialPage};
+use faultline_devtools::sessions::SessionFaults;
 use faultline_policies::{Registry, VerificationPolicy};
 use faultline_sites::FixtureServer;
 use faultline_tasks::Size;
@@ -100,6 +104,9 @@ pub struct Browsers {
     next_id: AtomicU64,
     /// How to start another browser; `None` when this one cannot be replaced.
     relaunch: Option<Relaunch>,
+    /// The faults armed per page session, when the browser connection goes through the
+    /// DevTools proxy (`[browser] devtools_proxy`); kept across restarts.
+    protocol: Option<Arc<SessionFaults>>,
 }
 
 /// What starting a replacement browser takes.
@@ -110,12 +117,14 @@ struct Relaunch {
     pool: PoolSize,
     warm_url: String,
     isolation: Isolation,
+    protocol: Option<Arc<SessionFaults>>,
 }
 
 impl Browsers {
     /// Starts Chromium at `executable` with a pool of pages (sized `pool`) showing
     /// `warm_url`, keeping trials apart by `isolation`; a dead browser is replaced up to
-    /// `liveness.browser_restarts` times.
+    /// `liveness.browser_restarts` times. With `protocol`, every browser's connection goes
+    /// through a DevTools proxy tampering through it (see [`protocol`]).
     pub async fn launch(
         executable: PathBuf,
         liveness: Liveness,
@@ -123,6 +132,7 @@ impl Browsers {
         pool: PoolSize,
         warm_url: String,
         isolation: Isolation,
+        protocol: Option<Arc<SessionFaults>>,
     ) -> Result<Browsers> {
         let relaunch = Relaunch {
             executable,
@@ -131,6 +141,7 @@ impl Browsers {
             pool,
             warm_url,
             isolation,
+            protocol: protocol.clone(),
         };
         let first = relaunch.start(1).await?;
         Ok(Browsers {
@@ -139,6 +150,7 @@ impl Browsers {
             restarts: AtomicU32::new(0),
             next_id: AtomicU64::new(2),
             relaunch: Some(relaunch),
+            protocol,
         })
     }
 
@@ -154,12 +166,18 @@ impl Browsers {
             restarts: AtomicU32::new(0),
             next_id: AtomicU64::new(2),
             relaunch: None,
+            protocol: None,
         }
     }
 
     /// The browser in use now.
     pub fn current(&self) -> Arc<Generation> {
         self.current.lock().expect("not poisoned").clone()
+    }
+
+    /// The faults armed per page session, when the connection goes through the proxy.
+    pub fn protocol(&self) -> Option<&Arc<SessionFaults>> {
+        self.protocol.as_ref()
     }
 
     /// Browsers started after the first one died.
@@ -205,7 +223,9 @@ impl Browsers {
 
 impl Relaunch {
     async fn start(&self, id: u64) -> Result<Generation> {
-        let handle = BrowserHandle::launch_with(&self.executable, self.liveness).await?;
+        let handle =
+            BrowserHandle::launch_through(&self.executable, self.liveness, self.protocol.clone())
+                .await?;
         let pages = handle.page_pool(
             self.viewport,
             self.pool,

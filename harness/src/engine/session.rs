@@ -42,7 +42,8 @@ pub struct Session<'e> {
 /// What a finished session leaves: the site witness (when the fault fired on the site),
 /// the ledger and the truth judged from it.
 pub struct Finished {
-    /// What the fault's site side recorded (network and page faults), when it fired there.
+    /// What the fault's site side recorded (network and page faults), when it fired
+    /// there, or what the DevTools proxy changed (protocol faults).
     pub site_witness: Option<Witness>,
     /// The scope's whole ledger.
     pub ledger: Ledger,
@@ -82,10 +83,12 @@ impl<'e> Session<'e> {
         let mut page = engine.take_page().await?;
         waiting.end(&mut page.costs);
         let rt = session.rt.insert(
-            RoundTrip::new(page, layout, fault, image, engine.timing).with_site_probe({
-                let (server, scope) = (engine.server.clone(), session.scope.clone());
-                std::sync::Arc::new(move || server.in_flight(&scope) > 0)
-            }),
+            RoundTrip::new(page, layout, fault, image, engine.timing)
+                .with_site_probe({
+                    let (server, scope) = (engine.server.clone(), session.scope.clone());
+                    std::sync::Arc::new(move || server.in_flight(&scope) > 0)
+                })
+                .with_protocol(engine.browsers.protocol()),
         );
         let loading = Span::start(Stage::Navigation);
         rt.page
@@ -135,9 +138,7 @@ impl<'e> Session<'e> {
         let span = Span::start(Stage::Scoring);
         // A page the armed fault crashed has nothing left to send (its keepalive
         // requests were handed to the browser before it died).
-        let crashed_by_fault =
-            rt.fault.is_some_and(|f| f.crashes_renderer()) && rt.page.crashed().is_some();
-        if !crashed_by_fault {
+        if !rt.crashed_by_fault() {
             rt.page.flush_ledger().await?;
         }
         for m in &rt.marks[self.noted_captures..] {
@@ -175,6 +176,8 @@ impl<'e> Session<'e> {
                 serde_json::json!({ "site_events": events }),
             ))
         });
+        // A fault on the protocol fired on the wire, not on the site: the proxy's record.
+        let site_witness = site_witness.or_else(|| self.rt.as_mut()?.protocol_witness());
         let mut costs = self
             .rt
             .as_ref()

@@ -7,7 +7,7 @@
 //! lease only, and hands its URL back as the item's `devtools`: the harness connects its
 //! driver there (`connect_over_cdp`) instead of to its browser. The proxy relays every
 //! message unchanged, except where the item's armed protocol fault says otherwise
-//! ([`protocol_fault`]); what it changed is the item's witness ([`ItemProxy::witness`]),
+//! ([`protocol_fault`], the same as faultline's own engine arms); what it changed is the item's witness ([`ItemProxy::witness`]),
 //! so a fault whose situation never came (the harness never clicked) is stored as not
 //! fired. The proxy lives as long as the lease: reported, expired, its worker gone or
 //! the run over, dropping the lease stops it (the harness's browser is not faultline's
@@ -16,36 +16,14 @@
 //! Nothing of the run's (the API token, the ledger key) travels through the proxy: it
 //! opens its own WebSocket upstream and forwards none of the client's headers.
 
-use faultline_devtools::fault::{Armed, ProtocolFault};
+use faultline_devtools::fault::Armed;
 use faultline_devtools::{Proxy, Route, Step, Tamper};
 use faultline_faults::{Fault, Witness};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-/// The protocol fault an item's catalogue fault arms on its proxy, with its parameters
-/// drawn from the trial seed; `None` for a fault that is not on the protocol.
-pub fn protocol_fault(fault: Fault, seed: u64) -> Option<ProtocolFault> {
-    Some(match fault {
-        Fault::DevtoolsScaledPointer => ProtocolFault::ScaledPointer { factor: 0.75 },
-        Fault::DevtoolsDevicePixels => ProtocolFault::ScaledPointer { factor: 2.0 },
-        // A window's title bar, tab strip and toolbar: 72 to 112 CSS pixels.
-        Fault::DevtoolsChromeOffset => ProtocolFault::OffsetPointer {
-            dx: 0.0,
-            dy: 72.0 + (seed % 41) as f64,
-        },
-        Fault::DevtoolsDroppedRelease => ProtocolFault::DroppedRelease,
-        Fault::DevtoolsStaleScreenshot => ProtocolFault::StaleScreenshot,
-        Fault::DevtoolsUnsettledScreenshot => ProtocolFault::UnsettledScreenshot,
-        Fault::DevtoolsProtocolError => ProtocolFault::ProtocolError,
-        Fault::DevtoolsCrashAfterInput => ProtocolFault::CrashAfterInput,
-        // Past a 10 s deadline for one call (faultline's own), as the hang fault is.
-        Fault::DevtoolsHeldAnswer => ProtocolFault::HeldAnswer {
-            hold: std::time::Duration::from_millis(12_000 + seed % 2_001),
-        },
-        _ => return None,
-    })
-}
+pub use crate::engine::protocol::protocol_fault;
 
 /// A claim's `devtools_upstream` (`http://127.0.0.1:PORT`, `ws://...`, or `HOST:PORT`)
 /// as a loopback address, or what is wrong with it.
@@ -131,15 +109,7 @@ impl ItemProxy {
     /// summary, every recorded change in the data.
     pub fn witness(&self) -> Option<Witness> {
         let (fault, armed) = self.armed.as_ref()?;
-        let first = armed.changes().into_iter().next()?;
-        Some(Witness::new(
-            fault.id(),
-            format!(
-                "the DevTools proxy changed {}: {}",
-                first.method, first.what
-            ),
-            armed.witness(),
-        ))
+        crate::engine::protocol::witness(*fault, armed)
     }
 }
 
@@ -181,6 +151,10 @@ impl Slot {
 }
 
 impl Tamper for Slot {
+    fn idle(&self) -> bool {
+        self.current().is_none()
+    }
+
     fn command(&self, route: Route<'_>, message: &mut serde_json::Value) -> Step {
         self.current()
             .map_or(Step::Relay, |a| a.command(route, message))
@@ -288,13 +262,6 @@ pub fn not_connected(fault: Fault, proxy: Option<&ItemProxy>) -> Option<String> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_protocol_fault_of_the_catalogue_arms_the_proxy_and_no_other_does() {
-        for &f in Fault::ALL {
-            assert_eq!(protocol_fault(f, 1).is_some(), f.on_the_protocol(), "{f}");
-        }
-    }
 
     /// Regression (a worker's proxy outlived the worker's process until the run ended):
     /// a released worker's proxy stops listening, and the next claim starts a new one.

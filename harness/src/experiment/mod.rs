@@ -140,6 +140,9 @@ impl Harness {
             },
             format!("{}/warm", server.base_url()),
             config.isolation,
+            config
+                .devtools_proxy
+                .then(|| Arc::new(faultline_devtools::sessions::SessionFaults::default())),
         )
         .await?;
         Ok(Harness {

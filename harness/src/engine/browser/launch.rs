@@ -5,6 +5,8 @@ use super::profile::{remove_stale_profiles, PROFILE_PREFIX};
 use crate::engine::liveness::{Liveness, Vital};
 use anyhow::{anyhow, Context, Result};
 use chromiumoxide::Browser;
+use faultline_devtools::sessions::SessionFaults;
+use faultline_devtools::{Proxy, Tamper};
 use futures::StreamExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -54,6 +56,9 @@ pub struct BrowserHandle {
     version: String,
     /// The browser's DevTools WebSocket URL (`ws://127.0.0.1:PORT/devtools/browser/...`).
     devtools: String,
+    /// The DevTools proxy the connection goes through, when faults on the protocol are
+    /// armed per page (dropped with the handle).
+    proxy: Option<Proxy>,
     /// The profile directory, removed on drop once the browser's processes are gone.
     profile: PathBuf,
     handler: tokio::task::JoinHandle<()>,
@@ -118,9 +123,21 @@ impl BrowserHandle {
         Self::launch_with(executable, Liveness::default()).await
     }
 
-    /// Starts Chromium with a fresh profile directory and connects to it; its CDP calls
-    /// get the deadlines of `liveness`.
+    /// Starts Chromium with a fresh profile directory and connects to it, with `liveness`
+    /// deadlines; its CDP calls go through `proxy` when given (see [`Self::launch_through`]).
     pub async fn launch_with(executable: &Path, liveness: Liveness) -> Result<BrowserHandle> {
+        Self::launch_through(executable, liveness, None).await
+    }
+
+    /// Starts Chromium with a fresh profile directory and connects to it; its CDP calls
+    /// get the deadlines of `liveness`. With `protocol`, the connection goes through a
+    /// DevTools proxy on loopback whose tamper is `protocol`, so a fault armed on a
+    /// page's session changes that page's messages (see [`crate::engine::protocol`]).
+    pub async fn launch_through(
+        executable: &Path,
+        liveness: Liveness,
+        protocol: Option<Arc<SessionFaults>>,
+    ) -> Result<BrowserHandle> {
         let temp = std::env::temp_dir();
         remove_stale_profiles(&temp);
         let profile = tempfile::Builder::new()
@@ -145,7 +162,24 @@ impl BrowserHandle {
                 Err(e) => format!("the browser process is gone ({e})"),
             });
         });
-        let (browser, mut handler) = match Browser::connect(ws.clone()).await {
+        let proxy = match protocol {
+            None => None,
+            Some(faults) => match start_proxy(&ws, faults).await {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    reaper.abort();
+                    // SAFETY: killpg only sends a signal; the group is the one we created.
+                    unsafe { libc::killpg(pid as libc::pid_t, libc::SIGKILL) };
+                    return Err(e);
+                }
+            },
+        };
+        // Through the proxy: the same path on the proxy's address.
+        let connect_to = match &proxy {
+            Some(p) => proxied_url(&ws, p.addr()),
+            None => ws.clone(),
+        };
+        let (browser, mut handler) = match Browser::connect(connect_to).await {
             Ok(v) => v,
             Err(e) => {
                 reaper.abort();
@@ -172,6 +206,7 @@ impl BrowserHandle {
             pid,
             version,
             devtools: ws,
+            proxy,
             profile: profile.keep(),
             handler,
             reaper,
@@ -198,8 +233,12 @@ impl BrowserHandle {
     /// Where the browser's DevTools listen (`127.0.0.1:PORT`, its HTTP discovery and
     /// WebSocket endpoints): what a DevTools proxy relays to.
     pub fn devtools_addr(&self) -> Option<std::net::SocketAddr> {
-        let rest = self.devtools.strip_prefix("ws://")?;
-        rest.split('/').next()?.parse().ok()
+        devtools_addr_of(&self.devtools)
+    }
+
+    /// Whether the connection goes through a DevTools proxy.
+    pub fn through_proxy(&self) -> bool {
+        self.proxy.is_some()
     }
 
     /// The browser's product string, e.g. `Chrome/156.0.8078.114`.
@@ -240,6 +279,31 @@ impl BrowserHandle {
         // SAFETY: killpg only sends a signal; the group is the one we created.
         unsafe { libc::killpg(self.pid as libc::pid_t, libc::SIGKILL) };
     }
+}
+
+/// A DevTools proxy in front of the browser at `ws`, tampering through `faults`.
+async fn start_proxy(ws: &str, faults: Arc<SessionFaults>) -> Result<Proxy> {
+    let upstream = devtools_addr_of(ws)
+        .ok_or_else(|| anyhow!("Chromium's DevTools URL `{ws}` names no address"))?;
+    Proxy::start(upstream, Some(faults as Arc<dyn Tamper>))
+        .await
+        .context("starting the DevTools proxy in front of Chromium")
+}
+
+/// `ws` (`ws://HOST:PORT/devtools/browser/ID`) with the proxy's address in place of the
+/// browser's.
+fn proxied_url(ws: &str, proxy: std::net::SocketAddr) -> String {
+    let path = ws
+        .strip_prefix("ws://")
+        .and_then(|rest| rest.find('/').map(|i| &rest[i..]))
+        .unwrap_or("");
+    format!("ws://{proxy}{path}")
+}
+
+/// The `127.0.0.1:PORT` of a DevTools WebSocket URL.
+fn devtools_addr_of(ws: &str) -> Option<std::net::SocketAddr> {
+    let rest = ws.strip_prefix("ws://")?;
+    rest.split('/').next()?.parse().ok()
 }
 
 /// Whether any process of group `pgid` is still there (zombies included: a renderer not

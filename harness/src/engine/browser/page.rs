@@ -85,6 +85,19 @@ impl TrialPage {
         crate::engine::waiting::unanswered(call).await
     }
 
+    /// The page's DevTools session (`sessionId` of its messages on the browser
+    /// connection): what a fault on the protocol is armed on.
+    pub fn session_id(&self) -> &str {
+        self.page.session_id().as_ref()
+    }
+
+    /// Closes the page for good when its trial ends, instead of resetting it for the next
+    /// one: a fault on the protocol may have left input state behind (a press never
+    /// released) that the reset does not clear.
+    pub fn retire(&mut self) {
+        self.reuse = None;
+    }
+
     /// Why the page's renderer died, if it did.
     pub fn crashed(&self) -> Option<String> {
         self.alive.dead()

@@ -34,6 +34,18 @@ pub const NEXT_ACTION_MET: &str = "(() => { const e = document.elementFromPoint(
 /// element with a role, handler or tab stop around each).
 pub const LANDING: &str = "(() => { const a = document.elementFromPoint({ax}, {ay}), b = document.elementFromPoint({bx}, {by}); const d = (e) => e ? { tag: e.tagName.toLowerCase(), id: e.id || null, text: (e.innerText || e.value || '').trim().replace(/\\s+/g, ' ').slice(0, 40) } : null; const control = (e) => e && (e.closest('button, a, input, select, textarea, label, [role], [onclick], [tabindex]') || e); const same = !!a && !!b && (a === b || a.contains(b) || control(a) === control(b)); return { intended: d(a), landed: d(b), same }; })()";
 
+/// What an honest tool says of an input it dispatched: `ok` when the browser took it,
+/// the browser's refusal when it answered with an error (an unknown key, an input a
+/// protocol fault refused); a dead browser or page, or a call left unanswered, is the
+/// harness's failure, not the action's, and is returned as the error it is.
+fn told(dispatched: Result<()>, ok: String) -> Result<(String, String)> {
+    match dispatched {
+        Ok(()) => Ok((ok.clone(), ok)),
+        Err(e) if crate::engine::liveness::InfraFailure::find(&e).is_some() => Err(e),
+        Err(e) => Ok((format!("Error: {e}"), ok)),
+    }
+}
+
 /// One dispatched action.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Executed {
@@ -180,8 +192,7 @@ impl RoundTrip {
                 let ok = format!("Typed {text:?}.");
                 // An honest tool says so when the keystrokes would go nowhere.
                 if self.page.has_editable_focus().await? {
-                    self.page.insert_text(text).await?;
-                    (ok.clone(), ok)
+                    told(self.page.insert_text(text).await, ok)?
                 } else {
                     (
                         "Error: nothing has keyboard focus; the text was not typed.".into(),
@@ -191,14 +202,7 @@ impl RoundTrip {
             }
             Action::Press { key } => {
                 let ok = format!("Pressed {key}.");
-                match self.page.press(key).await {
-                    Ok(()) => (ok.clone(), ok),
-                    // A dead browser or page is the harness's failure, not the key's.
-                    Err(e) if crate::engine::liveness::InfraFailure::find(&e).is_some() => {
-                        return Err(e)
-                    }
-                    Err(e) => (format!("Error: {e}"), ok),
-                }
+                told(self.page.press(key).await, ok)?
             }
             Action::Scroll { dx, dy } => {
                 self.page.scroll(*dx, *dy).await?;
@@ -253,12 +257,12 @@ impl RoundTrip {
                     x.last_pointer_into_iframe =
                         self.page.element_tag_at(p).await?.as_deref() == Some("IFRAME");
                 }
-                match action {
-                    Action::DoubleClick { .. } => self.page.double_click(p).await?,
-                    Action::RightClick { .. } => self.page.right_click(p).await?,
-                    _ => self.page.click(p).await?,
-                }
-                (ok.clone(), ok)
+                let dispatched = match action {
+                    Action::DoubleClick { .. } => self.page.double_click(p).await,
+                    Action::RightClick { .. } => self.page.right_click(p).await,
+                    _ => self.page.click(p).await,
+                };
+                told(dispatched, ok)?
             }
         })
     }

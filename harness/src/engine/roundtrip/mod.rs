@@ -27,7 +27,10 @@ pub use crate::engine::timing::{StableSettle, Timing};
 use crate::engine::browser::TrialPage;
 use crate::engine::cost::{Span, Stage};
 use crate::engine::liveness::{InfraFailure, InfraKind};
+use crate::engine::protocol::ArmedPage;
 use anyhow::Result;
+use faultline_devtools::fault::ProtocolFault;
+use faultline_devtools::sessions::SessionFaults;
 use faultline_faults::{BeforeAct, FaultPlan, Witness};
 use faultline_policies::{Observation, PageState};
 use faultline_tasks::formats::Converted;
@@ -90,6 +93,8 @@ pub struct RoundTrip {
     /// Whether the site is still answering the page's requests (see
     /// [`RoundTrip::with_site_probe`]); without one, a load past its timeout is the page's.
     site_busy: Option<SiteProbe>,
+    /// The fault armed on the page's DevTools session, when it is on the protocol.
+    protocol: Option<ArmedPage>,
 }
 
 /// Asks the fixture server whether it still owes the page a response.
@@ -115,7 +120,43 @@ impl RoundTrip {
             layout: layout.clone(),
             before_act_done: false,
             site_busy: None,
+            protocol: None,
         }
+    }
+
+    /// Arms the fault's protocol side on the page's own DevTools session, when the fault
+    /// is on the protocol and the browser connection goes through the proxy (`faults`).
+    /// A page whose messages a protocol fault may change is not reused after its trial.
+    pub fn with_protocol(mut self, faults: Option<&std::sync::Arc<SessionFaults>>) -> Self {
+        if let (Some(plan), Some(faults)) = (&self.fault, faults) {
+            self.protocol = ArmedPage::arm(plan, self.page.session_id(), faults);
+            if self.protocol.is_some() {
+                self.page.retire();
+            }
+        }
+        self
+    }
+
+    /// The protocol fault's witness, when it changed a message; it is disarmed from here
+    /// on (the page's end — its reset, its closing — is not the trial's).
+    pub fn protocol_witness(&mut self) -> Option<Witness> {
+        self.protocol.take().and_then(|p| p.witness())
+    }
+
+    /// The protocol fault that changed the page's messages, if one did.
+    fn protocol_fired(&self) -> Option<ProtocolFault> {
+        self.protocol
+            .as_ref()
+            .filter(|p| p.fired())
+            .map(ArmedPage::fault)
+    }
+
+    /// Whether the page's renderer is gone because the armed fault crashed it (the
+    /// renderer-crash fault, or `Page.crash` sent by the proxy after an input).
+    pub fn crashed_by_fault(&self) -> bool {
+        self.page.crashed().is_some()
+            && (self.fault.is_some_and(|f| f.crashes_renderer())
+                || matches!(self.protocol_fired(), Some(ProtocolFault::CrashAfterInput)))
     }
 
     /// Lets the observe stage ask the site whether a page slow to load is waiting on the
@@ -227,19 +268,31 @@ impl RoundTrip {
     }
 
     /// The error's message when it is the armed fault's effect on the page (a crash
-    /// the renderer-crash fault caused, a hang the main-thread-hang fault caused).
+    /// the renderer-crash fault caused, a hang the main-thread-hang fault caused, or a
+    /// crash or a held answer the proxy caused for a protocol fault that fired).
     fn broken_by_fault(&self, e: &anyhow::Error) -> Option<String> {
         let fault = self.fault.as_ref()?;
         let f = InfraFailure::find(e)?;
+        let protocol = self.protocol_fired();
         match f.kind {
-            InfraKind::RendererCrashed if fault.crashes_renderer() => Some(
-                "Error: the page crashed (its renderer process is gone); nothing could be observed."
-                    .to_string(),
-            ),
-            InfraKind::Unresponsive if fault.hangs_page() => Some(format!(
-                "Error: the page stopped responding ({}); nothing could be observed.",
-                f.reason
-            )),
+            InfraKind::RendererCrashed
+                if fault.crashes_renderer()
+                    || matches!(protocol, Some(ProtocolFault::CrashAfterInput)) =>
+            {
+                Some(
+                    "Error: the page crashed (its renderer process is gone); nothing could be observed."
+                        .to_string(),
+                )
+            }
+            InfraKind::Unresponsive
+                if fault.hangs_page()
+                    || matches!(protocol, Some(ProtocolFault::HeldAnswer { .. })) =>
+            {
+                Some(format!(
+                    "Error: the page stopped responding ({}); nothing could be observed.",
+                    f.reason
+                ))
+            }
             _ => None,
         }
     }
@@ -267,6 +320,7 @@ impl RoundTrip {
             after_capture: self.last_capture().unwrap_or(0),
             answer,
             stop: false,
+            // A protocol fault's witness is the proxy's, taken when the session ends.
             witness: self.crash_witness.take(),
         }
     }
