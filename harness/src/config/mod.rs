@@ -564,6 +564,19 @@ mod tests {
             Fault::ALL.iter().filter(|f| f.on_the_protocol()).count()
         );
         assert!(devtools.faults.iter().all(|f| f.on_the_protocol()));
+        // The reference harness's example serves exactly these items, for a side by side.
+        let external = resolve(
+            &ConfigText {
+                name: "playwright-devtools.toml".into(),
+                text: include_str!("../../../examples/harnesses/playwright-devtools.toml").into(),
+            },
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            (&external.tasks, external.layouts, &external.faults, external.seed),
+            (&devtools.tasks, devtools.layouts, &devtools.faults, devtools.seed)
+        );
         // The proxy is transparent for every other fault: it is not part of what a run is.
         let plain = resolve(&text("faults = [\"reference\"]\n"), &Overrides::default()).unwrap();
         let through = resolve(

@@ -1,7 +1,7 @@
-//! The protocol faults: injected by the DevTools proxy into an external harness's own
-//! browser connection (`Mechanism::Devtools`), so they apply to items served to a
-//! harness that connects through the proxy, and never to faultline's built-in runs.
-//! Their witness is the proxy's record of the message it changed.
+//! The protocol faults: injected by the DevTools proxy into a browser connection
+//! (`Mechanism::Devtools`): an external harness's own, when it connects through the proxy
+//! its claim offers, or faultline's own engine's, when a built-in run sets `[browser]
+//! devtools_proxy = true`. Their witness is the proxy's record of the message it changed.
 
 use crate::catalogue::{FaultSpec, Layer, Mechanism as M, Source, Stage};
 
@@ -166,7 +166,7 @@ pub(super) const HELD_ANSWER: FaultSpec = FaultSpec {
     injection: "the DevTools proxy relays the first mousePressed, keyDown or insertText at once and holds the browser's answer to it",
     parameters: "the hold, 12000-14000 ms, from the trial seed: past a 10000 ms deadline for one call",
     witness: "the held command: its method, how long its answer was held, the session, the time",
-    implies: "the action reached the page (the ledger has it); only its answer came late: a harness that gives up on the call reports a failure that did not happen, one that waits is only slower",
+    implies: "the input reached the page (the ledger has it); only its answer came late: a harness that waits is only slower and the outcome holds; one that gives up on the call reports a failure and sends nothing after it (faultline's own engine, at its 10 s call deadline: a click's release never comes, so nothing is selected)",
     outcome_holds: true,
     not_fired_when: "the harness sent no action through the proxy",
     source: Source::Report {
