@@ -40,8 +40,9 @@ bench *WHAT: bench-stats bench-plugin bench-proxy bench-run bench-view
 # The environment API (`just bench env`): its own cost per item (a worker that reports
 # every item at once, without a browser: claim + scoring + report), then the default tasks'
 # 320 detection items run by the Playwright reference harness with 1, 4 and 10 workers,
-# beside faultline's built-in run of the same items, and the DevTools proxy's cost per item
-# (each item connected over CDP directly vs through its proxy). Load averages are printed.
+# beside faultline's built-in run of the same items (its connection made directly and
+# through the DevTools proxy), and the proxy's cost per item for the harness (each item
+# connected over CDP directly vs through its proxy). Load averages are printed.
 bench-env: chromium playwright
     #!/usr/bin/env bash
     set -euo pipefail
@@ -70,6 +71,11 @@ bench-env: chromium playwright
     load before
     timed "api only (1 dry worker)" "$bin" run --config "$(config 1 --dry)" --out "$tmp/dry"
     timed "built-in, 4 policies" "$bin" run --config "$tmp/builtin.toml" --out "$tmp/builtin"
+    # The same built-in run with the engine's own connection through the DevTools proxy
+    # (`[browser] devtools_proxy`; nothing armed: `reference` has no fault on the protocol).
+    printf '[browser]\ndevtools_proxy = true\n' | cat "$tmp/builtin.toml" - > "$tmp/builtin-proxy.toml"
+    timed "built-in, 4 policies, via proxy" "$bin" run --config "$tmp/builtin-proxy.toml" --out "$tmp/builtin-proxy"
+    cmp -s "$tmp/builtin/detection.csv" "$tmp/builtin-proxy/detection.csv" && echo "built-in detection.csv identical through the proxy" || { echo "built-in detection.csv differs through the proxy"; exit 1; }
     for w in 1 4 10; do
         timed "playwright, $w worker(s)" "$bin" run --config "$(config $w)" --out "$tmp/pw$w"
     done

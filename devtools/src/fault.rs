@@ -46,6 +46,9 @@ pub enum ProtocolFault {
     /// `Page.captureScreenshot` after an action answered with the frame the proxy
     /// captured the moment the action's last input was answered, before the page settled.
     UnsettledScreenshot,
+    /// A DOM read after an action answered with the answer the same read got before it:
+    /// the page as it was, not as it is.
+    StaleDom,
     /// The first action answered with a protocol error instead of being delivered.
     ProtocolError,
     /// The answer to the first action held back for `hold` (past the client's timeout).
@@ -67,6 +70,7 @@ impl ProtocolFault {
             ProtocolFault::ModifierLost => "modifier_lost",
             ProtocolFault::StaleScreenshot => "stale_screenshot",
             ProtocolFault::UnsettledScreenshot => "unsettled_screenshot",
+            ProtocolFault::StaleDom => "stale_dom",
             ProtocolFault::ProtocolError => "protocol_error",
             ProtocolFault::HeldAnswer { .. } => "held_answer",
             ProtocolFault::CrashAfterInput => "crash_after_input",
@@ -107,6 +111,22 @@ struct Watched {
     screenshot: bool,
     /// A capture of the proxy's own follows the answer (the unsettled frame).
     capture_after: bool,
+    /// A DOM read (its key: method and params), and whether it was sent before the
+    /// session's first action.
+    dom_read: Option<(String, bool)>,
+}
+
+impl Watched {
+    fn answer_of(method: String) -> Watched {
+        Watched {
+            method,
+            hold: false,
+            crash: false,
+            screenshot: false,
+            capture_after: false,
+            dom_read: None,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -124,6 +144,10 @@ struct State {
     frame: HashMap<(u64, Option<String>), (String, u64)>,
     /// Per (connection, session): the client's last `Page.captureScreenshot` params.
     capture_params: HashMap<(u64, Option<String>), Value>,
+    /// Per (connection, session): the answer each DOM read got before the first action.
+    reads: HashMap<(u64, Option<String>, String), Value>,
+    /// The (connection, session)s that have sent an action.
+    acted_on: std::collections::HashSet<(u64, Option<String>)>,
 }
 
 /// A [`Tamper`] with one protocol fault armed. See the module documentation.
@@ -151,6 +175,30 @@ fn is_action(method: &str, params: &Value) -> bool {
         "Input.insertText" | "Input.imeSetComposition" => true,
         "Input.dispatchTouchEvent" => kind == "touchStart",
         _ => false,
+    }
+}
+
+/// Whether a command reads the page's DOM: a `DOM.*`, `DOMSnapshot.*` or
+/// `Accessibility.*` read, or a script evaluated in the page that reads `document`.
+fn is_dom_read(method: &str, params: &Value) -> bool {
+    let reads = |key: &str| {
+        params[key]
+            .as_str()
+            .is_some_and(|script| script.contains("document"))
+    };
+    match method {
+        "Runtime.evaluate" => reads("expression"),
+        // A driver's evaluation wraps the expression: it travels as the function or as
+        // one of its arguments.
+        "Runtime.callFunctionOn" => {
+            reads("functionDeclaration")
+                || params["arguments"].as_array().is_some_and(|args| {
+                    args.iter()
+                        .any(|a| a["value"].as_str().is_some_and(|v| v.contains("document")))
+                })
+        }
+        "DOM.getDocument" | "DOM.getOuterHTML" | "DOM.getFlattenedDocument" => true,
+        m => m.starts_with("DOMSnapshot.") || m.starts_with("Accessibility.get"),
     }
 }
 
@@ -330,6 +378,7 @@ impl Tamper for Armed {
                             crash: false,
                             screenshot: true,
                             capture_after: false,
+                            dom_read: None,
                         },
                     );
                     return Step::Relay;
@@ -363,6 +412,23 @@ impl Tamper for Armed {
                             crash: false,
                             screenshot,
                             capture_after: !screenshot,
+                            dom_read: None,
+                        },
+                    );
+                }
+                Step::Relay
+            }
+            ProtocolFault::StaleDom => {
+                if is_action(&method, &params) {
+                    s.acted_on.insert(key(route));
+                } else if is_dom_read(&method, &params) {
+                    let before = !s.acted_on.contains(&key(route));
+                    let read = format!("{method} {params}");
+                    s.watched.insert(
+                        watch_key(&id),
+                        Watched {
+                            dom_read: Some((read, before)),
+                            ..Watched::answer_of(method)
                         },
                     );
                 }
@@ -390,11 +456,8 @@ impl Tamper for Armed {
                 s.watched.insert(
                     watch_key(&id),
                     Watched {
-                        method,
                         hold: true,
-                        crash: false,
-                        screenshot: false,
-                        capture_after: false,
+                        ..Watched::answer_of(method)
                     },
                 );
                 Step::Relay
@@ -404,11 +467,8 @@ impl Tamper for Armed {
                 s.watched.insert(
                     watch_key(&id),
                     Watched {
-                        method,
-                        hold: false,
                         crash: true,
-                        screenshot: false,
-                        capture_after: false,
+                        ..Watched::answer_of(method)
                     },
                 );
                 Step::Relay
@@ -469,6 +529,39 @@ impl Tamper for Armed {
                 .cloned()
                 .unwrap_or_else(|| json!({ "format": "png" }));
             return Step::Then(json!({ "method": "Page.captureScreenshot", "params": capture }));
+        }
+        if let Some((read, before)) = w.dom_read {
+            let Some(result) = message.get("result").cloned() else {
+                return Step::Relay;
+            };
+            let (connection, session) = key(route);
+            let at = (connection, session, read);
+            if before {
+                // The newest answer before the first action is the page "before".
+                s.reads.insert(at, result);
+                return Step::Relay;
+            }
+            let Some(stale) = s.reads.get(&at).cloned() else {
+                return Step::Relay;
+            };
+            if stale == result {
+                // The page reads as it did: nothing to change.
+                return Step::Relay;
+            }
+            message["result"] = stale;
+            let fresh_bytes = result.to_string().len();
+            let stale_bytes = message["result"].to_string().len();
+            self.record(
+                &mut s,
+                route,
+                &w.method,
+                format!(
+                    "the DOM read answered with its answer from before the first action ({stale_bytes} bytes in place of {fresh_bytes})"
+                ),
+                json!({ "result_bytes": fresh_bytes }),
+                json!({ "result_bytes": stale_bytes, "from": "before the first action" }),
+            );
+            return Step::Rewritten;
         }
         if w.screenshot {
             let Some((frame, captured_at)) = s.frame.remove(&key(route)) else {
@@ -587,6 +680,52 @@ mod tests {
         assert_eq!(armed.command(route(None), &mut ctrl), Step::Rewritten);
         assert_eq!(ctrl["params"]["modifiers"], 0);
         assert_eq!(armed.changes()[0].original["modifiers"], 2);
+    }
+
+    #[test]
+    fn a_stale_dom_read_is_the_same_reads_answer_from_before_the_action() {
+        let armed = Armed::new(ProtocolFault::StaleDom);
+        let s = Some("S");
+        let read = |id: i64| {
+            json!({"id": id, "sessionId": "S", "method": "Runtime.evaluate",
+            "params": {"expression": "document.body.innerText"}})
+        };
+        let answer = |id: i64, text: &str| {
+            json!({"id": id, "sessionId": "S",
+            "result": {"result": {"type": "string", "value": text}}})
+        };
+        // Before the action: relayed, and kept.
+        assert_eq!(armed.command(route(s), &mut read(1)), Step::Relay);
+        assert_eq!(
+            armed.message(route(s), &mut answer(1, "before")),
+            Step::Relay
+        );
+        // A script that reads no DOM is never touched.
+        let mut clock = json!({"id": 2, "sessionId": "S", "method": "Runtime.evaluate",
+            "params": {"expression": "performance.now()"}});
+        assert_eq!(armed.command(route(s), &mut clock), Step::Relay);
+        let mut pressed = json!({"id": 3, "sessionId": "S", "method": "Input.dispatchMouseEvent",
+            "params": {"type": "mousePressed", "x": 1, "y": 1}});
+        assert_eq!(armed.command(route(s), &mut pressed), Step::Relay);
+        assert!(!armed.fired());
+        // After it: the same read gets the old answer, on its own id.
+        assert_eq!(armed.command(route(s), &mut read(4)), Step::Relay);
+        let mut after = answer(4, "after");
+        assert_eq!(armed.message(route(s), &mut after), Step::Rewritten);
+        assert_eq!(after["result"]["result"]["value"], "before");
+        assert_eq!(after["id"], 4);
+        assert!(armed.fired());
+        // Another session's reads are its own.
+        assert_eq!(
+            armed.command(
+                route(Some("T")),
+                &mut json!({"id": 5, "sessionId": "T",
+            "method": "Runtime.evaluate", "params": {"expression": "document.title"}})
+            ),
+            Step::Relay
+        );
+        let mut other = json!({"id": 5, "sessionId": "T", "result": {"result": {"value": "t"}}});
+        assert_eq!(armed.message(route(Some("T")), &mut other), Step::Relay);
     }
 
     #[test]

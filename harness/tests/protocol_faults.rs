@@ -135,6 +135,8 @@ fn each_protocol_fault_fires_on_the_engine_with_its_ledger_effect_and_no_infrast
         // The click happened; only the observation is an older frame.
         ("tool.devtools_stale_screenshot", true, "Clicked at"),
         ("tool.devtools_unsettled_screenshot", true, "Clicked at"),
+        // The click happened; only the DOM the policies read is from before it.
+        ("tool.devtools_stale_dom", true, "Clicked at"),
         // The press never reached the page; the tool says so.
         ("tool.devtools_protocol_error", false, "Error: "),
         // The whole click landed, then the renderer was crashed.
@@ -178,23 +180,35 @@ fn each_protocol_fault_fires_on_the_engine_with_its_ledger_effect_and_no_infrast
         .unwrap();
     assert!(stale.contains("pixel=no_change"), "{stale}");
     assert!(stale.contains("generic=success"), "{stale}");
+    // And the stale DOM: the DOM-reading policy saw no change where the screenshot did.
+    let stale_dom: String = db
+        .query_row(
+            "SELECT group_concat(v.policy || '=' || v.verdict, ' ') FROM trials t JOIN verdicts v USING (trial_key)
+             WHERE t.condition = 'faulty' AND t.task = 'grid' AND t.fault = 'tool.devtools_stale_dom'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(stale_dom.contains("generic=no_change"), "{stale_dom}");
+    assert!(stale_dom.contains("pixel=success"), "{stale_dom}");
     // A hover is no input action: the chart's items are stored as not fired, with why.
-    let chart: Vec<(Option<bool>, Option<String>)> = db
+    let chart: Vec<(String, Option<bool>, Option<String>)> = db
         .prepare(
-            "SELECT fired, not_fired_reason FROM trials WHERE condition = 'faulty' AND task = 'chart'",
+            "SELECT fault, fired, not_fired_reason FROM trials WHERE condition = 'faulty' AND task = 'chart'",
         )
         .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .unwrap()
         .map(Result::unwrap)
         .collect();
     assert_eq!(
         chart.len(),
-        5,
-        "the five protocol faults that apply to the chart"
+        6,
+        "the six protocol faults that apply to the chart"
     );
-    for (fired, why) in chart {
-        assert_eq!(fired, Some(false));
-        assert!(why.is_some_and(|w| w.contains("proxy")));
+    for (fault, fired, why) in chart {
+        let spec = fault.parse::<faultline_faults::Fault>().unwrap().spec();
+        assert_eq!(fired, Some(false), "{fault}");
+        assert_eq!(why.as_deref(), Some(spec.not_fired_when), "{fault}");
     }
 }

@@ -75,6 +75,7 @@ impl Fault {
             | F::DevtoolsChromeOffset
             | F::DevtoolsStaleScreenshot
             | F::DevtoolsUnsettledScreenshot
+            | F::DevtoolsStaleDom
             | F::DevtoolsProtocolError
             | F::DevtoolsCrashAfterInput
             | F::DevtoolsHeldAnswer => return None,

@@ -74,9 +74,9 @@ faultline_tasks::named_enum! {
         Harness = "harness",
         /// The agent's reply, rewritten before the parse stage.
         Agent = "agent",
-        /// The DevTools proxy between an external harness's driver and its own browser:
-        /// a protocol message changed, dropped or answered on the way (external harness
-        /// items only; built-in runs never select these).
+        /// The DevTools proxy between a driver and its browser: a protocol message
+        /// changed, dropped or answered on the way (an external harness's connection, or
+        /// faultline's own with `[browser] devtools_proxy = true`).
         Devtools = "devtools",
     }
 }

@@ -155,6 +155,7 @@ impl FaultPlan {
             | Fault::DevtoolsChromeOffset
             | Fault::DevtoolsStaleScreenshot
             | Fault::DevtoolsUnsettledScreenshot
+            | Fault::DevtoolsStaleDom
             | Fault::DevtoolsProtocolError
             | Fault::DevtoolsCrashAfterInput
             | Fault::DevtoolsHeldAnswer => return None,

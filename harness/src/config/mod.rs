@@ -574,8 +574,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (&external.tasks, external.layouts, &external.faults, external.seed),
-            (&devtools.tasks, devtools.layouts, &devtools.faults, devtools.seed)
+            (
+                &external.tasks,
+                external.layouts,
+                &external.faults,
+                external.seed
+            ),
+            (
+                &devtools.tasks,
+                devtools.layouts,
+                &devtools.faults,
+                devtools.seed
+            )
         );
         // The proxy is transparent for every other fault: it is not part of what a run is.
         let plain = resolve(&text("faults = [\"reference\"]\n"), &Overrides::default()).unwrap();

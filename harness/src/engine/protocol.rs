@@ -36,6 +36,7 @@ pub fn protocol_fault(fault: Fault, seed: u64) -> Option<ProtocolFault> {
         Fault::DevtoolsDroppedRelease => ProtocolFault::DroppedRelease,
         Fault::DevtoolsStaleScreenshot => ProtocolFault::StaleScreenshot,
         Fault::DevtoolsUnsettledScreenshot => ProtocolFault::UnsettledScreenshot,
+        Fault::DevtoolsStaleDom => ProtocolFault::StaleDom,
         Fault::DevtoolsProtocolError => ProtocolFault::ProtocolError,
         Fault::DevtoolsCrashAfterInput => ProtocolFault::CrashAfterInput,
         // Past a 10 s deadline for one call (faultline's own), as the hang fault is.

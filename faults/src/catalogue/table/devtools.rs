@@ -156,6 +156,25 @@ pub(super) const UNSETTLED_SCREENSHOT: FaultSpec = FaultSpec {
     },
 };
 
+pub(super) const STALE_DOM: FaultSpec = FaultSpec {
+    id: "tool.devtools_stale_dom",
+    layer: Layer::Tool,
+    stage: Stage::Observe,
+    mechanism: M::Devtools,
+    tasks: tasks![Search, Grid, Frame, Chart, Form, Select, ..MINIWOB],
+    description: "a DOM read after an action is answered with what the same read returned before it",
+    injection: "the DevTools proxy keeps the answer to each DOM read (a script reading `document`, DOM.*, DOMSnapshot.*, Accessibility.get*) sent before the page's first action; the same read after it is answered with the kept answer",
+    parameters: "none",
+    witness: "each replaced answer: the read's method, the sizes of the fresh and the kept answer, the session, the time",
+    implies: "nothing on the page: the action happened as the ledger shows; only the harness's reading of the DOM is from before it (its screenshot is fresh)",
+    outcome_holds: true,
+    not_fired_when: "the harness made no DOM read after an action that it had also made before it, or that read's answer did not change",
+    source: Source::Report {
+        title: "browser-use/browser-use#5297: Stop reusing cached DOM after browser-state timeouts",
+        url: "https://github.com/browser-use/browser-use/pull/5297",
+    },
+};
+
 pub(super) const HELD_ANSWER: FaultSpec = FaultSpec {
     id: "tool.devtools_held_answer",
     layer: Layer::Tool,

@@ -207,6 +207,8 @@ faults! {
     DevtoolsStaleScreenshot = devtools::STALE_SCREENSHOT,
     /// The screenshot after an action answered with the frame from before the page settled.
     DevtoolsUnsettledScreenshot = devtools::UNSETTLED_SCREENSHOT,
+    /// A DOM read after an action answered with the same read's answer from before it.
+    DevtoolsStaleDom = devtools::STALE_DOM,
     /// The first action answered with a protocol error, not delivered.
     DevtoolsProtocolError = devtools::PROTOCOL_ERROR,
     /// Page.crash sent right after the first input.
