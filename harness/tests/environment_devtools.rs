@@ -302,6 +302,9 @@ fn each_protocol_fault_fires_on_the_reference_harness_with_its_ledger_effect() {
         ("tool.devtools_stale_screenshot", true, None),
         // The click happened; the harness's observation is from before the page settled.
         ("tool.devtools_unsettled_screenshot", true, None),
+        // The click happened; the harness's DOM reads after it get their answers from
+        // before it, so its verifier sees no change.
+        ("tool.devtools_stale_dom", true, Some("no_change")),
         // The click never reached the page; the harness reports its tool's error.
         ("tool.devtools_protocol_error", false, Some("fail")),
         // The click landed, then the page crashed: the harness reports the lost page.
