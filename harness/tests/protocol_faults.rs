@@ -69,6 +69,17 @@ fn infra_errors(out: &Path) -> usize {
         .unwrap()
 }
 
+/// Every policy's verdict on `fault`'s faulty grid trial, as `policy=verdict` words.
+fn grid_verdicts(db: &Connection, fault: &str) -> String {
+    db.query_row(
+        "SELECT group_concat(v.policy || '=' || v.verdict, ' ') FROM trials t JOIN verdicts v USING (trial_key)
+         WHERE t.condition = 'faulty' AND t.task = 'grid' AND t.fault = ?1",
+        [fault],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
 const REFERENCE: &str = "seed = 1\nlayouts = 2\ntasks = [\"search\", \"grid\", \"frame\", \"chart\"]\nfaults = [\"reference\"]\n";
 
 #[test]
@@ -170,25 +181,11 @@ fn each_protocol_fault_fires_on_the_engine_with_its_ledger_effect_and_no_infrast
     }
     // The stale frame reached the engine: the pixel policy saw no change where the DOM
     // (read fresh) shows the selection.
-    let stale: String = db
-        .query_row(
-            "SELECT group_concat(v.policy || '=' || v.verdict, ' ') FROM trials t JOIN verdicts v USING (trial_key)
-             WHERE t.condition = 'faulty' AND t.task = 'grid' AND t.fault = 'tool.devtools_stale_screenshot'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let stale = grid_verdicts(&db, "tool.devtools_stale_screenshot");
     assert!(stale.contains("pixel=no_change"), "{stale}");
     assert!(stale.contains("generic=success"), "{stale}");
     // And the stale DOM: the DOM-reading policy saw no change where the screenshot did.
-    let stale_dom: String = db
-        .query_row(
-            "SELECT group_concat(v.policy || '=' || v.verdict, ' ') FROM trials t JOIN verdicts v USING (trial_key)
-             WHERE t.condition = 'faulty' AND t.task = 'grid' AND t.fault = 'tool.devtools_stale_dom'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let stale_dom = grid_verdicts(&db, "tool.devtools_stale_dom");
     assert!(stale_dom.contains("generic=no_change"), "{stale_dom}");
     assert!(stale_dom.contains("pixel=success"), "{stale_dom}");
     // A hover is no input action: the chart's items are stored as not fired, with why.

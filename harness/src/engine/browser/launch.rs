@@ -57,8 +57,8 @@ pub struct BrowserHandle {
     /// The browser's DevTools WebSocket URL (`ws://127.0.0.1:PORT/devtools/browser/...`).
     devtools: String,
     /// The DevTools proxy the connection goes through, when faults on the protocol are
-    /// armed per page (dropped with the handle).
-    proxy: Option<Proxy>,
+    /// armed per page: held, never read, and stopped when the handle is dropped.
+    _proxy: Option<Proxy>,
     /// The profile directory, removed on drop once the browser's processes are gone.
     profile: PathBuf,
     handler: tokio::task::JoinHandle<()>,
@@ -123,8 +123,8 @@ impl BrowserHandle {
         Self::launch_with(executable, Liveness::default()).await
     }
 
-    /// Starts Chromium with a fresh profile directory and connects to it, with `liveness`
-    /// deadlines; its CDP calls go through `proxy` when given (see [`Self::launch_through`]).
+    /// Starts Chromium with a fresh profile directory and connects to it directly, with
+    /// `liveness` deadlines (through a DevTools proxy: [`Self::launch_through`]).
     pub async fn launch_with(executable: &Path, liveness: Liveness) -> Result<BrowserHandle> {
         Self::launch_through(executable, liveness, None).await
     }
@@ -206,7 +206,7 @@ impl BrowserHandle {
             pid,
             version,
             devtools: ws,
-            proxy,
+            _proxy: proxy,
             profile: profile.keep(),
             handler,
             reaper,
@@ -234,11 +234,6 @@ impl BrowserHandle {
     /// WebSocket endpoints): what a DevTools proxy relays to.
     pub fn devtools_addr(&self) -> Option<std::net::SocketAddr> {
         devtools_addr_of(&self.devtools)
-    }
-
-    /// Whether the connection goes through a DevTools proxy.
-    pub fn through_proxy(&self) -> bool {
-        self.proxy.is_some()
     }
 
     /// The browser's product string, e.g. `Chrome/156.0.8078.114`.
