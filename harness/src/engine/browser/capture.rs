@@ -8,6 +8,7 @@ use anyhow::{anyhow, Context, Result};
 use chromiumoxide::cdp::browser_protocol::page::{
     CaptureScreenshotFormat, CaptureScreenshotParams, Viewport,
 };
+use chromiumoxide::cdp::js_protocol::runtime::ExecutionContextId;
 use faultline_policies::{Control, FrameSnapshot, PageState, ScrollOffset};
 use faultline_tasks::Size;
 use serde::Deserialize;
@@ -31,9 +32,17 @@ pub struct Capture {
     pub end_ms: f64,
 }
 
+/// One evaluation's answer: the frames it read (the one it ran in first) and the iframes
+/// it could not reach.
+#[derive(Deserialize)]
+struct RawRead {
+    now: f64,
+    frames: Vec<RawFrame>,
+    unreadable: usize,
+}
+
 #[derive(Deserialize)]
 struct RawFrame {
-    now: f64,
     url: String,
     html: String,
     text: String,
@@ -44,97 +53,117 @@ struct RawFrame {
     selection: String,
 }
 
-const SNAPSHOT_JS: &str = r#"(() => {
+/// Reads one frame's window and document, and with `deep` every same-origin iframe below it
+/// from the same script (one evaluation for the whole page); an iframe whose document it
+/// cannot reach (another origin) is counted in `unreadable`.
+const SNAPSHOT_JS: &str = r#"((deep) => {
   const now = performance.now();
-  const name = (e) => (e.getAttribute('aria-label') || e.innerText || e.textContent || '').trim();
-  const selected = Array.from(document.querySelectorAll('[aria-pressed="true"],[aria-selected="true"],[aria-checked="true"]')).map(name);
-  const controls = Array.from(document.querySelectorAll('input,textarea,select'))
-    .filter((e) => e.type !== 'hidden')
-    .map((e) => ({
-      tag: e.tagName.toLowerCase(),
-      kind: (e.type || '').toLowerCase(),
-      name: e.name || e.id || '',
-      label: ((e.labels && e.labels[0]) ? e.labels[0].innerText : (e.getAttribute('aria-label') || '')).trim(),
-      value: String(e.value),
-      checked: e.checked === true,
-    }));
-  const describe = (e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : (e.getAttribute('name') ? '[name=' + e.getAttribute('name') + ']' : ''));
-  const active = document.activeElement;
-  const focus = (!active || active === document.body || active === document.documentElement) ? '' : describe(active);
-  const scroll = [];
-  if (Math.round(window.scrollX) !== 0 || Math.round(window.scrollY) !== 0) {
-    scroll.push({ target: 'window', x: Math.round(window.scrollX), y: Math.round(window.scrollY) });
-  }
-  for (const e of document.body ? document.body.querySelectorAll('*') : []) {
-    if (Math.round(e.scrollLeft) !== 0 || Math.round(e.scrollTop) !== 0) {
-      scroll.push({ target: describe(e), x: Math.round(e.scrollLeft), y: Math.round(e.scrollTop) });
+  const read = (win, doc) => {
+    const name = (e) => (e.getAttribute('aria-label') || e.innerText || e.textContent || '').trim();
+    const selected = Array.from(doc.querySelectorAll('[aria-pressed="true"],[aria-selected="true"],[aria-checked="true"]')).map(name);
+    const controls = Array.from(doc.querySelectorAll('input,textarea,select'))
+      .filter((e) => e.type !== 'hidden')
+      .map((e) => ({
+        tag: e.tagName.toLowerCase(),
+        kind: (e.type || '').toLowerCase(),
+        name: e.name || e.id || '',
+        label: ((e.labels && e.labels[0]) ? e.labels[0].innerText : (e.getAttribute('aria-label') || '')).trim(),
+        value: String(e.value),
+        checked: e.checked === true,
+      }));
+    const describe = (e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : (e.getAttribute('name') ? '[name=' + e.getAttribute('name') + ']' : ''));
+    const active = doc.activeElement;
+    const focus = (!active || active === doc.body || active === doc.documentElement) ? '' : describe(active);
+    const scroll = [];
+    if (Math.round(win.scrollX) !== 0 || Math.round(win.scrollY) !== 0) {
+      scroll.push({ target: 'window', x: Math.round(win.scrollX), y: Math.round(win.scrollY) });
     }
-  }
-  let selection = '';
-  const field = active && (active.tagName === 'INPUT' || active.tagName === 'TEXTAREA');
-  try {
-    if (field && typeof active.selectionStart === 'number' && active.selectionEnd > active.selectionStart) {
-      selection = String(active.value).slice(active.selectionStart, active.selectionEnd);
+    for (const e of doc.body ? doc.body.querySelectorAll('*') : []) {
+      if (Math.round(e.scrollLeft) !== 0 || Math.round(e.scrollTop) !== 0) {
+        scroll.push({ target: describe(e), x: Math.round(e.scrollLeft), y: Math.round(e.scrollTop) });
+      }
     }
-  } catch (_) {}
-  if (!selection && window.getSelection) selection = String(window.getSelection());
-  return { now, url: location.href, html: document.documentElement.outerHTML,
-           text: document.body ? document.body.innerText : '', controls, selected,
-           focus, scroll, selection };
-})()"#;
+    let selection = '';
+    const field = active && (active.tagName === 'INPUT' || active.tagName === 'TEXTAREA');
+    try {
+      if (field && typeof active.selectionStart === 'number' && active.selectionEnd > active.selectionStart) {
+        selection = String(active.value).slice(active.selectionStart, active.selectionEnd);
+      }
+    } catch (_) {}
+    if (!selection && win.getSelection) selection = String(win.getSelection());
+    return { url: win.location.href, html: doc.documentElement.outerHTML,
+             text: doc.body ? doc.body.innerText : '', controls, selected,
+             focus, scroll, selection };
+  };
+  const frames = [];
+  let unreadable = 0;
+  const walk = (win, doc) => {
+    frames.push(read(win, doc));
+    if (!deep) return;
+    for (const f of doc.querySelectorAll('iframe,frame')) {
+      let inner = null;
+      try { inner = f.contentWindow && f.contentDocument; } catch (_) {}
+      if (inner && inner.documentElement) walk(f.contentWindow, inner); else unreadable += 1;
+    }
+  };
+  walk(window, document);
+  return { now, frames, unreadable };
+})"#;
 
 impl TrialPage {
-    /// Reads every frame's DOM through its own execution context.
+    /// Reads every frame's URL, DOM and controls: same-origin frames in one evaluation.
     pub async fn page_state(&self) -> Result<PageState> {
         Ok(self.page_state_at().await?.0)
     }
 
     /// [`Self::page_state`] plus the top document's clock when it was read.
+    ///
+    /// One evaluation in the top document reads it and every same-origin frame below it.
+    /// When that read did not reach every frame in the page's frame tree (another origin's
+    /// frame, a frame attached or detached in between), each frame is read again through
+    /// its own execution context.
     async fn page_state_at(&self) -> Result<(PageState, f64)> {
-        let mut top_now = f64::NAN;
         let call = self.liveness.call();
         let main = self
             .guarded("reading the frame tree", call, self.page.mainframe())
             .await?;
-        let mut frames = Vec::new();
-        let mut ids = self
+        let ids = self
             .guarded("reading the frame tree", call, self.page.frames())
             .await?;
-        // Top frame first, the rest in a stable order (by URL) so snapshots compare.
-        ids.sort_by_key(|id| Some(id) != main.as_ref());
-        for id in ids {
-            let is_top = Some(&id) == main.as_ref();
-            let context = if is_top {
-                None
-            } else {
-                match self
+        let whole = self.read_frames(None, true).await?;
+        let top_now = whole.now;
+        let raw = if whole.unreadable == 0 && whole.frames.len() == ids.len() {
+            whole.frames
+        } else {
+            // The top frame as the whole-page read saw it, then each child frame's own.
+            let mut frames: Vec<RawFrame> = whole.frames.into_iter().take(1).collect();
+            for id in ids.into_iter().filter(|id| Some(id) != main.as_ref()) {
+                let Some(context) = self
                     .guarded(
                         "finding a frame's context",
                         call,
-                        self.page.frame_execution_context(id.clone()),
+                        self.page.frame_execution_context(id),
                     )
                     .await?
-                {
-                    Some(c) => Some(c),
-                    None => continue,
+                else {
+                    continue;
+                };
+                match self.read_frames(Some(context), false).await {
+                    Ok(read) => frames.extend(read.frames),
+                    // A detached or navigating child frame is not part of the page now (a
+                    // dead browser or page is not that).
+                    Err(e) if InfraFailure::find(&e).is_none() => continue,
+                    Err(e) => return Err(e),
                 }
-            };
-            let value = match self.eval_in(context, SNAPSHOT_JS).await {
-                Ok(v) => v,
-                // A detached or navigating child frame is not part of the page now (a
-                // dead browser or page is not that).
-                Err(e) if !is_top && InfraFailure::find(&e).is_none() => continue,
-                Err(e) => return Err(e),
-            };
-            let raw: RawFrame =
-                serde_json::from_value(value).context("reading a frame snapshot")?;
-            if is_top {
-                top_now = raw.now;
             }
-            if raw.url == "about:blank" && !is_top {
-                continue;
-            }
-            frames.push(FrameSnapshot {
+            frames
+        };
+        let mut frames: Vec<FrameSnapshot> = raw
+            .into_iter()
+            .enumerate()
+            .map(|(i, raw)| (i == 0, raw))
+            .filter(|(is_top, raw)| *is_top || raw.url != "about:blank")
+            .map(|(is_top, raw)| FrameSnapshot {
                 url: raw.url,
                 is_top,
                 dom_digest: hex::encode(Sha256::digest(raw.html.as_bytes())),
@@ -144,8 +173,8 @@ impl TrialPage {
                 focus: raw.focus,
                 scroll: raw.scroll,
                 selection: raw.selection,
-            });
-        }
+            })
+            .collect();
         frames.sort_by(|a, b| b.is_top.cmp(&a.is_top).then(a.url.cmp(&b.url)));
         let url = frames
             .iter()
@@ -153,6 +182,19 @@ impl TrialPage {
             .map(|f| f.url.clone())
             .ok_or_else(|| anyhow!("the page has no readable top frame"))?;
         Ok((PageState { url, frames }, top_now))
+    }
+
+    /// One snapshot evaluation in `context` (the top document's when `None`); `deep` also
+    /// reads the same-origin frames below it.
+    async fn read_frames(
+        &self,
+        context: Option<ExecutionContextId>,
+        deep: bool,
+    ) -> Result<RawRead> {
+        let value = self
+            .eval_in(context, &format!("{SNAPSHOT_JS}({deep})"))
+            .await?;
+        serde_json::from_value(value).context("reading a frame snapshot")
     }
 
     /// Captures an observation: a screenshot scaled to `image` plus every frame's DOM and

@@ -1,0 +1,153 @@
+//! What an observation reads of a page: every frame's URL, DOM and text. Same-origin
+//! frames are read by one evaluation in the top document; a frame that evaluation cannot
+//! reach (another origin) sends the read frame by frame, through each frame's own
+//! execution context, so no frame the per-frame read would see is lost. The evaluations
+//! are counted on the wire, through the DevTools proxy.
+
+use faultline::engine::browser::{find_chromium, BrowserHandle, Isolation, PoolSize, TrialPage};
+use faultline::engine::liveness::Liveness;
+use faultline_devtools::sessions::SessionFaults;
+use faultline_devtools::{Route, Step, Tamper};
+use faultline_sites::FixtureServer;
+use faultline_tasks::Size;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+
+const VIEWPORT: Size = Size {
+    width: 900,
+    height: 600,
+};
+
+/// Counts the page's snapshot evaluations: `(whole page, one frame)`.
+#[derive(Default)]
+struct SnapshotReads(Mutex<(usize, usize)>);
+
+impl SnapshotReads {
+    /// The counts since the last take.
+    fn take(&self) -> (usize, usize) {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+impl Tamper for SnapshotReads {
+    fn command(&self, _: Route<'_>, message: &mut Value) -> Step {
+        let expression = message["params"]["expression"].as_str().unwrap_or_default();
+        if message["method"] == "Runtime.evaluate" && expression.contains("const walk = ") {
+            let mut reads = self.0.lock().unwrap();
+            if expression.ends_with("(true)") {
+                reads.0 += 1;
+            } else {
+                reads.1 += 1;
+            }
+        }
+        Step::Relay
+    }
+
+    fn message(&self, _: Route<'_>, _: &mut Value) -> Step {
+        Step::Relay
+    }
+}
+
+/// Adds an iframe loading `url` to the top document and waits for it to load; `text`, if
+/// given, is written into its body (same origin only).
+async fn add_frame(page: &TrialPage, url: &str, text: Option<&str>) {
+    let script = format!(
+        r#"new Promise((done) => {{
+          const f = document.createElement('iframe');
+          f.src = {url};
+          f.onload = () => {{ const t = {text}; if (t !== null) f.contentDocument.body.innerText = t; done(true); }};
+          document.body.appendChild(f);
+        }})"#,
+        url = serde_json::to_string(url).unwrap(),
+        text = serde_json::to_string(&text).unwrap(),
+    );
+    assert_eq!(page.eval(&script).await.unwrap(), Value::Bool(true));
+}
+
+/// Each frame's (URL, text), top first, then by URL.
+async fn frames(page: &TrialPage) -> Vec<(String, String)> {
+    // The frame tree is learnt from the browser's events: give a new frame's a moment.
+    let mut last = Vec::new();
+    for _ in 0..50 {
+        let state = page.page_state().await.unwrap();
+        assert!(state.frames[0].is_top, "the top frame comes first");
+        let now: Vec<_> = state
+            .frames
+            .iter()
+            .map(|f| (f.url.clone(), f.text.trim().to_string()))
+            .collect();
+        if now == last {
+            return now;
+        }
+        last = now;
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    last
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observation_reads_every_frame_of_either_origin() {
+    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
+    let sessions = Arc::new(SessionFaults::default());
+    let browser = BrowserHandle::launch_through(
+        &find_chromium(None).unwrap(),
+        Liveness::default(),
+        Some(sessions.clone()),
+    )
+    .await
+    .unwrap();
+    let base = server.base_url();
+    let pool = browser.page_pool(
+        VIEWPORT,
+        PoolSize::fixed(1),
+        format!("{base}/warm"),
+        Isolation::FreshContext,
+    );
+    let page = pool.take().await.unwrap();
+    let reads = Arc::new(SnapshotReads::default());
+    sessions.arm(page.session_id(), reads.clone());
+    page.goto(&format!("{base}/warm?top")).await.unwrap();
+    page.eval("document.body.innerText = 'top text'; true")
+        .await
+        .unwrap();
+
+    // Same origin only: the one-evaluation read.
+    add_frame(&page, &format!("{base}/warm?same"), Some("inner text")).await;
+    let same_only = frames(&page).await;
+    reads.take();
+    page.page_state().await.unwrap();
+    assert_eq!(reads.take(), (1, 0), "one evaluation reads both frames");
+    assert_eq!(
+        same_only,
+        vec![
+            (format!("{base}/warm?top"), "top text".to_string()),
+            (format!("{base}/warm?same"), "inner text".to_string()),
+        ]
+    );
+
+    // `localhost` is another origin than `127.0.0.1`: the top document cannot read that
+    // frame, so every frame is read through its own context, and the same-origin frame
+    // reads as it did.
+    let other = base.replacen("127.0.0.1", "localhost", 1);
+    assert_ne!(other, base, "the fixture server is on 127.0.0.1");
+    add_frame(&page, &format!("{other}/warm?other"), None).await;
+    let mixed = frames(&page).await;
+    assert_eq!(mixed[..2], same_only[..], "{mixed:?}");
+    assert_eq!(
+        mixed[2..],
+        [(format!("{other}/warm?other"), String::new())],
+        "the other origin's frame, read through its own context"
+    );
+    reads.take();
+    page.page_state().await.unwrap();
+    assert_eq!(
+        reads.take(),
+        (1, 2),
+        "the whole-page read, then each child frame's own"
+    );
+
+    page.close().await;
+    drop(pool);
+    browser.close().await;
+    server.shutdown().await;
+}
