@@ -120,13 +120,10 @@ impl TrialPage {
     ///
     /// One evaluation in the top document reads it and every same-origin frame below it.
     /// When that read did not reach every frame in the page's frame tree (another origin's
-    /// frame, a frame attached or detached in between), each frame is read again through
-    /// its own execution context.
+    /// frame, a frame attached or detached in between), each child frame is read again
+    /// through its own execution context.
     async fn page_state_at(&self) -> Result<(PageState, f64)> {
         let call = self.liveness.call();
-        let main = self
-            .guarded("reading the frame tree", call, self.page.mainframe())
-            .await?;
         let ids = self
             .guarded("reading the frame tree", call, self.page.frames())
             .await?;
@@ -136,6 +133,9 @@ impl TrialPage {
             whole.frames
         } else {
             // The top frame as the whole-page read saw it, then each child frame's own.
+            let main = self
+                .guarded("reading the frame tree", call, self.page.mainframe())
+                .await?;
             let mut frames: Vec<RawFrame> = whole.frames.into_iter().take(1).collect();
             for id in ids.into_iter().filter(|id| Some(id) != main.as_ref()) {
                 let Some(context) = self
