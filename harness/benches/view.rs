@@ -211,7 +211,7 @@ fn main() -> Result<()> {
                 height: 900,
             },
             faultline::engine::browser::PoolSize::fixed(1),
-            "about:blank".into(),
+            faultline::engine::browser::SiteOrigins::blank(),
             faultline::engine::browser::Isolation::FreshContext,
         );
         let url = format!(

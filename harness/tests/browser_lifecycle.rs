@@ -219,7 +219,7 @@ fn regression_a_browser_outlives_the_thread_that_started_it() {
                 height: 300,
             },
             PoolSize::fixed(1),
-            "about:blank".into(),
+            faultline::engine::browser::SiteOrigins::blank(),
             Isolation::FreshContext,
         );
         let page = pool.take().await.expect("the browser opens a page");

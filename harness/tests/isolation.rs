@@ -8,12 +8,15 @@
 //!
 //! - navigate the *same* page on without the reset, and find every kind still there
 //!   (so each probe can see what it looks for), and
-//! - close it into the pool, take the *same* page back (same target: it was reused, not
-//!   replaced) and find none of them, with the history of a page from a new context.
+//! - close it into the pool (its scripts still writing), take the *same* page back (same
+//!   target: it was reused, not replaced) and find none of them, with the history of a
+//!   page from a new context. Twice: a reused page's items alternate between the fixture
+//!   server's two origins, so the third item loads from the origin the first one
+//!   planted everything in.
 
 use chromiumoxide::cdp::browser_protocol::network::CookieParam;
 use faultline::engine::browser::{
-    find_chromium, BrowserHandle, Isolation, PagePool, PoolSize, TrialPage,
+    find_chromium, BrowserHandle, Isolation, PagePool, PoolSize, SiteOrigins, TrialPage,
 };
 use faultline_sites::FixtureServer;
 use faultline_tasks::{Point, Size};
@@ -124,6 +127,9 @@ async fn plant(page: &TrialPage, base: &str) {
         .name("http_only_leak")
         .value("1")
         .url(base.to_string())
+        // Cookies are bound to their port (as a server's `Set-Cookie` is); one set over
+        // CDP is bound to the port it is given, else to none.
+        .source_port(base.rsplit(':').next().unwrap().parse::<i64>().unwrap())
         .http_only(true)
         .build()
         .unwrap();
@@ -169,64 +175,96 @@ async fn server_and_browser() -> (FixtureServer, BrowserHandle) {
     (server, browser)
 }
 
+/// The URL of a trial on `page`'s origin (a reused page's items alternate between the
+/// server's two origins).
+fn trial_url(page: &TrialPage) -> String {
+    format!("{}/warm?trial", page.origin())
+}
+
+/// Plants every kind on `page` (at its trial URL), checks the probe sees them all after
+/// a navigation without the reset, then starts scripts that keep writing and closes the
+/// page into its pool.
+async fn plant_and_close(page: TrialPage, clean: &Left) {
+    page.goto(&trial_url(&page)).await.unwrap();
+    plant(&page, page.origin()).await;
+    // The same page, navigated on without the reset: every kind is still there.
+    page.goto(&format!("{}&again", trial_url(&page)))
+        .await
+        .unwrap();
+    let kept = probe(&page).await;
+    let expected: BTreeSet<String> = ALL.iter().map(|s| s.to_string()).collect();
+    assert_eq!(kept.found, expected, "the probes must see what was planted");
+    assert!(kept.history > clean.history, "{} entries", kept.history);
+    // Closed into the pool with scripts still writing (a timer, and `pagehide` when the
+    // next item's page loads).
+    assert_eq!(page.eval(LATE_WRITER).await.unwrap(), Value::Bool(true));
+    page.close().await;
+}
+
+/// Loads a trial on `page` and asserts nothing of an earlier one is there.
+async fn assert_clean(page: &TrialPage, clean: &Left, which: &str) {
+    page.goto(&trial_url(page)).await.unwrap();
+    let left = probe(page).await;
+    assert!(
+        left.found.is_empty(),
+        "state crossed the reset into the {which} item: {:?}",
+        left.found
+    );
+    assert_eq!(
+        left.history, clean.history,
+        "history entries crossed the reset into the {which} item"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reused_page_keeps_no_state_of_the_trial_before() {
     let (server, browser) = server_and_browser().await;
-    let base = server.base_url();
-    let warm = format!("{base}/warm");
+    let origins = SiteOrigins::of(&server);
     let fresh_pool = browser.page_pool(
         VIEWPORT,
         PoolSize::fixed(1),
-        warm.clone(),
+        origins.clone(),
         Isolation::FreshContext,
     );
     let reused_pool = browser.page_pool(
         VIEWPORT,
         PoolSize::fixed(1),
-        warm.clone(),
+        origins.clone(),
         Isolation::ReusedContext,
     );
-    let trial_url = format!("{base}/warm?trial");
 
     // What a page from a new context holds once a trial has loaded its page.
     let fresh = fresh_pool.take().await.unwrap();
-    fresh.goto(&trial_url).await.unwrap();
+    fresh.goto(&trial_url(&fresh)).await.unwrap();
     let clean = probe(&fresh).await;
     assert!(clean.found.is_empty(), "a new context: {:?}", clean.found);
     fresh.close().await;
 
+    // Three items on one page. The second loads from the other origin; the third from
+    // the first origin again, where the first item planted everything and wrote again
+    // on its way out: each finds nothing.
     let first = reused_pool.take().await.unwrap();
     let id = first.cdp_page().target_id().as_ref().to_string();
-    first.goto(&trial_url).await.unwrap();
-    plant(&first, &base).await;
-    // The same page, navigated on without the reset: every kind is still there.
-    first.goto(&format!("{trial_url}&again")).await.unwrap();
-    let kept = probe(&first).await;
-    let expected: BTreeSet<String> = ALL.iter().map(|s| s.to_string()).collect();
-    assert_eq!(kept.found, expected, "the probes must see what was planted");
-    assert!(kept.history > clean.history, "{} entries", kept.history);
+    let first_origin = first.origin().to_string();
+    assert_eq!(first_origin, origins.first());
+    plant_and_close(first, &clean).await;
 
-    // Closed into the pool (with scripts still writing), reset, and taken back: nothing
-    // is left.
-    assert_eq!(first.eval(LATE_WRITER).await.unwrap(), Value::Bool(true));
-    first.close().await;
-    let (again, others) = take_back(&reused_pool, &id).await;
-    again.goto(&trial_url).await.unwrap();
-    let left = probe(&again).await;
-    assert!(
-        left.found.is_empty(),
-        "state crossed the reset: {:?}",
-        left.found
-    );
-    assert_eq!(
-        left.history, clean.history,
-        "history entries crossed the reset"
-    );
+    let (second, others) = take_back(&reused_pool, &id).await;
+    assert_ne!(second.origin(), first_origin, "the items alternate origins");
+    assert_clean(&second, &clean, "second").await;
+    for p in others {
+        p.close().await;
+    }
+    plant_and_close(second, &clean).await;
+
+    let (third, others) = take_back(&reused_pool, &id).await;
+    assert_eq!(third.origin(), first_origin, "the items alternate origins");
+    assert_clean(&third, &clean, "third").await;
 
     for p in others {
         p.close().await;
     }
-    again.close().await;
+    third.close().await;
     drop((fresh_pool, reused_pool));
     browser.close().await;
     server.shutdown().await;
@@ -238,7 +276,7 @@ async fn a_page_whose_renderer_crashed_is_replaced_not_reused() {
     let pool = browser.page_pool(
         VIEWPORT,
         PoolSize::fixed(1),
-        format!("{}/warm", server.base_url()),
+        SiteOrigins::of(&server),
         Isolation::ReusedContext,
     );
     let page = pool.take().await.unwrap();
@@ -273,7 +311,7 @@ async fn regression_a_reusing_pool_keeps_only_its_working_pages_and_spares_open(
             working: 2,
             most: 8,
         },
-        format!("{base}/warm"),
+        SiteOrigins::of(&server),
         Isolation::ReusedContext,
     ));
     let most_open = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));

@@ -320,7 +320,7 @@ async fn one_page(
     let pool = browser.page_pool(
         Size::new(1200, 800),
         faultline::engine::browser::PoolSize::fixed(1),
-        format!("{}/warm", server.base_url()),
+        faultline::engine::browser::SiteOrigins::of(&server),
         faultline::engine::browser::Isolation::FreshContext,
     );
     let page = pool.take().await.unwrap();

@@ -100,7 +100,7 @@ async fn an_observation_reads_every_frame_of_either_origin() {
     let pool = browser.page_pool(
         VIEWPORT,
         PoolSize::fixed(1),
-        format!("{base}/warm"),
+        faultline::engine::browser::SiteOrigins::of(&server),
         Isolation::FreshContext,
     );
     let page = pool.take().await.unwrap();

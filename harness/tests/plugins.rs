@@ -360,7 +360,7 @@ async fn a_plugin_never_receives_the_ledger_token_and_the_ledger_refuses_it() {
     let pages = browser.page_pool(
         cfg.viewport,
         faultline::engine::browser::PoolSize::fixed(2),
-        format!("{}/warm", server.base_url()),
+        faultline::engine::browser::SiteOrigins::of(&server),
         cfg.isolation,
     );
     let engine = Engine {

@@ -31,7 +31,11 @@
 //! 429), each armed scope's witness log, the time a connection may take to send its
 //! headers, and the number of connections held at once.
 //!
-//! The server binds `127.0.0.1` on an ephemeral port unless told otherwise.
+//! The server binds `127.0.0.1` on an ephemeral port unless told otherwise, and a second
+//! ephemeral port on the same address ([`FixtureServer::twin_base_url`]): every URL above
+//! is served on both. The two are one site (the port is not part of a site) but two
+//! origins, each with its own storage; the harness's reused pages alternate between them
+//! so that an origin's data can be cleared while none of its documents is alive.
 
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
@@ -71,6 +75,7 @@ use tokio::task::JoinHandle;
 /// A running fixture server.
 pub struct FixtureServer {
     addr: SocketAddr,
+    twin: SocketAddr,
     board: Arc<FaultBoard>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
@@ -108,14 +113,14 @@ impl Default for ServerOptions {
 }
 
 impl FixtureServer {
-    /// Starts the server on `bind` (use port 0 for an ephemeral port) with the default
-    /// options. Returns the server and the only key that can read its ledgers.
+    /// Starts the server on `bind` (use port 0 for an ephemeral port), and its twin on an
+    /// ephemeral port of the same address, with the default options. Returns the server and the only key that can read its ledgers.
     pub async fn start(bind: SocketAddr) -> std::io::Result<(FixtureServer, LedgerKey)> {
         FixtureServer::start_with(bind, ServerOptions::default()).await
     }
 
-    /// Starts the server on `bind` with `options`. Returns the server and the only key
-    /// that can read its ledgers.
+    /// Starts the server on `bind`, and its twin on an ephemeral port of the same address,
+    /// with `options`. Returns the server and the only key that can read its ledgers.
     pub async fn start_with(
         bind: SocketAddr,
         options: ServerOptions,
@@ -133,12 +138,21 @@ impl FixtureServer {
         };
         let listener = tokio::net::TcpListener::bind(bind).await?;
         let addr = listener.local_addr()?;
+        let twin_listener = tokio::net::TcpListener::bind(SocketAddr::new(addr.ip(), 0)).await?;
+        let twin = twin_listener.local_addr()?;
         let (tx, rx) = oneshot::channel::<()>();
         let app = router(state).layer(axum::extract::DefaultBodyLimit::max(options.max_body_bytes));
-        let task = tokio::spawn(serve(listener, app, options, board.clone(), rx));
+        let task = tokio::spawn(serve(
+            [listener, twin_listener],
+            app,
+            options,
+            board.clone(),
+            rx,
+        ));
         Ok((
             FixtureServer {
                 addr,
+                twin,
                 board,
                 shutdown: Some(tx),
                 task: Some(task),
@@ -162,15 +176,23 @@ impl FixtureServer {
         format!("http://{}", self.addr)
     }
 
+    /// `http://` plus the twin's address: the same pages on another port of the same
+    /// address, so the same site under another origin (with no trailing slash).
+    pub fn twin_base_url(&self) -> String {
+        format!("http://{}", self.twin)
+    }
+
     /// The URL of `layout`'s page under `scope`.
     pub fn page_url(&self, scope: &Scope, layout: &Layout) -> String {
+        Self::page_url_on(&self.base_url(), scope, layout)
+    }
+
+    /// The URL of `layout`'s page under `scope` on `origin` (this server's
+    /// [`FixtureServer::base_url`] or [`FixtureServer::twin_base_url`]).
+    pub fn page_url_on(origin: &str, scope: &Scope, layout: &Layout) -> String {
         format!(
             "{}/s/{}/{}?layout={}&seed={}",
-            self.base_url(),
-            scope,
-            layout.task,
-            layout.index,
-            layout.seed
+            origin, scope, layout.task, layout.index, layout.seed
         )
     }
 
@@ -217,12 +239,12 @@ impl Drop for FixtureServer {
 /// headers.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Accepts connections until `stop` fires, then lets every connection finish its request
+/// Accepts connections on both listeners until `stop` fires, then lets every connection finish its request
 /// (for at most [`SHUTDOWN_GRACE`]) and waits for them. Unlike `axum::serve`, a connection
 /// must send its request headers within the header-read timeout or be closed, and at most
 /// `max_connections` are held at once (more wait in the listen backlog).
 async fn serve(
-    listener: tokio::net::TcpListener,
+    [listener, twin]: [tokio::net::TcpListener; 2],
     app: Router,
     options: ServerOptions,
     board: Arc<FaultBoard>,
@@ -239,18 +261,20 @@ async fn serve(
             slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
             _ = &mut stop => break,
         };
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    // Out of file descriptors, say: wait for connections to close
-                    // rather than spin.
-                    tracing::warn!("fixture server: accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            accepted = twin.accept() => accepted,
             _ = &mut stop => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of file descriptors, say: wait for connections to close rather
+                // than spin.
+                tracing::warn!("fixture server: accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            }
         };
         let _ = stream.set_nodelay(true);
         let connection = hyper::server::conn::http1::Builder::new()
@@ -266,7 +290,7 @@ async fn serve(
             drop(slot);
         });
     }
-    drop(listener);
+    drop((listener, twin));
     // Let hung requests go, so shutdown does not wait for them.
     let _ = board.stopping.send(true);
     if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())

@@ -332,3 +332,48 @@ async fn a_delay_after_a_witness_holds_the_response_until_the_page_reports_it() 
     assert_eq!(delayed(server.disarm(&never))["after"], "max_wait");
     server.shutdown().await;
 }
+
+/// The twin port (the second origin a reused browser page alternates with) serves the
+/// same pages into the same ledgers, on the same loopback address.
+#[tokio::test]
+async fn the_twin_port_serves_the_same_site_into_the_same_ledgers() {
+    let (server, key) = FixtureServer::start_loopback().await.unwrap();
+    let twin: std::net::SocketAddr = server
+        .twin_base_url()
+        .strip_prefix("http://")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(twin.ip(), server.addr().ip());
+    assert_ne!(twin.port(), server.addr().port());
+    let scope = Scope::parse("twin1").unwrap();
+    key.open(&scope);
+    let layout = Layout::for_root(1, TaskKind::Search, 0);
+    let page = FixtureServer::page_url_on(&server.twin_base_url(), &scope, &layout);
+    assert!(page.starts_with(&server.twin_base_url()), "{page}");
+    let path = page.strip_prefix(&server.twin_base_url()).unwrap();
+    let (status, body) = http(twin, get(path, None)).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        http(server.addr(), get(path, None)).await.1,
+        "both ports serve the same page"
+    );
+    let (status, _) = http(
+        twin,
+        get(
+            &format!(
+                "/s/twin1/search/results?q={}&layout=0&seed={}",
+                layout.target(),
+                layout.seed
+            ),
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let ledger = key.take(&scope);
+    assert_eq!(ledger.events.len(), 1, "{:?}", ledger.events);
+    assert!(faultline_sites::judge(&layout, &ledger).achieved);
+    server.shutdown().await;
+}

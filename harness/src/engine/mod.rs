@@ -42,7 +42,7 @@ pub use scorer::Scorer;
 pub use session::Session;
 
 use anyhow::{anyhow, Result};
-use browser::{BrowserHandle, Isolation, PagePool, PoolSize, TrialPage};
+use browser::{BrowserHandle, Isolation, PagePool, PoolSize, SiteOrigins, TrialPage};
 use faultline_devtools::sessions::SessionFaults;
 use faultline_policies::{Registry, VerificationPolicy};
 use faultline_sites::FixtureServer;
@@ -115,14 +115,14 @@ struct Relaunch {
     liveness: Liveness,
     viewport: Size,
     pool: PoolSize,
-    warm_url: String,
+    origins: SiteOrigins,
     isolation: Isolation,
     protocol: Option<Arc<SessionFaults>>,
 }
 
 impl Browsers {
     /// Starts Chromium at `executable` with a pool of pages (sized `pool`) showing
-    /// `warm_url`, keeping trials apart by `isolation`; a dead browser is replaced up to
+    /// the blank page of `origins`, keeping trials apart by `isolation`; a dead browser is replaced up to
     /// `liveness.browser_restarts` times. With `protocol`, every browser's connection goes
     /// through a DevTools proxy tampering through it (see [`protocol`]).
     pub async fn launch(
@@ -130,7 +130,7 @@ impl Browsers {
         liveness: Liveness,
         viewport: Size,
         pool: PoolSize,
-        warm_url: String,
+        origins: SiteOrigins,
         isolation: Isolation,
         protocol: Option<Arc<SessionFaults>>,
     ) -> Result<Browsers> {
@@ -139,7 +139,7 @@ impl Browsers {
             liveness,
             viewport,
             pool,
-            warm_url,
+            origins,
             isolation,
             protocol: protocol.clone(),
         };
@@ -229,7 +229,7 @@ impl Relaunch {
         let pages = handle.page_pool(
             self.viewport,
             self.pool,
-            self.warm_url.clone(),
+            self.origins.clone(),
             self.isolation,
         );
         Ok(Generation { id, handle, pages })

@@ -20,13 +20,17 @@ use crate::engine::roundtrip::RoundTrip;
 use crate::engine::Engine;
 use anyhow::Result;
 use faultline_faults::{FaultPlan, Witness};
-use faultline_sites::{Ledger, LedgerEvent, Scope, Truth};
+use faultline_sites::{FixtureServer, Ledger, LedgerEvent, Scope, Truth};
 use faultline_tasks::{Layout, Size};
 
 /// One page under one ledger scope. See the module documentation.
 pub struct Session<'e> {
     engine: &'e Engine,
     scope: Scope,
+    /// The origin the session's pages load from: its page's (see [`TrialPage::origin`]).
+    ///
+    /// [`TrialPage::origin`]: crate::engine::browser::TrialPage::origin
+    origin: String,
     layout: Layout,
     fault: Option<FaultPlan>,
     /// The round trip owns the page; `None` once the session is finished.
@@ -66,6 +70,7 @@ impl<'e> Session<'e> {
         let mut session = Session {
             engine,
             scope,
+            origin: String::new(),
             layout: layout.clone(),
             fault,
             rt: None,
@@ -82,6 +87,7 @@ impl<'e> Session<'e> {
         let waiting = Span::start(Stage::Setup);
         let mut page = engine.take_page().await?;
         waiting.end(&mut page.costs);
+        session.origin = page.origin().to_owned();
         let rt = session.rt.insert(
             RoundTrip::new(page, layout, fault, image, engine.timing)
                 .with_site_probe({
@@ -92,7 +98,11 @@ impl<'e> Session<'e> {
         );
         let loading = Span::start(Stage::Navigation);
         rt.page
-            .goto(&engine.server.page_url(&session.scope, layout))
+            .goto(&FixtureServer::page_url_on(
+                &session.origin,
+                &session.scope,
+                layout,
+            ))
             .await?;
         loading.end(&mut rt.page.costs);
         Ok(session)
@@ -101,7 +111,7 @@ impl<'e> Session<'e> {
     /// Where this session's pages are served from, to keep it out of what an agent is
     /// told (see [`crate::agent::portable`]).
     pub fn site(&self) -> SiteAddress {
-        SiteAddress::new(&self.engine.server.base_url(), self.scope.as_str())
+        SiteAddress::new(&self.origin, self.scope.as_str())
     }
 
     /// `policy`'s judgement of `evidence` gathered in this session, its message told as

@@ -38,7 +38,7 @@ pub(crate) use store::store_manifest;
 
 use crate::agent::{Agent, AgentContext};
 use crate::config::{ConfigText, ExperimentConfig, Overrides};
-use crate::engine::browser::{find_chromium, PoolSize};
+use crate::engine::browser::{find_chromium, PoolSize, SiteOrigins};
 use crate::engine::{Browsers, Engine, Scorer};
 use crate::error::UsageError;
 use anyhow::{anyhow, bail, Context, Result};
@@ -138,7 +138,7 @@ impl Harness {
                 working: config.jobs.most(),
                 most: jobs::in_flight(config.jobs.most()),
             },
-            format!("{}/warm", server.base_url()),
+            SiteOrigins::of(&server),
             config.isolation,
             config
                 .devtools_proxy

@@ -36,6 +36,9 @@ const CHROMIUM_ARGS: &[&str] = &[
     // hold the old page's last paint: each saves work on every navigation.
     "--disable-back-forward-cache",
     "--disable-features=Translate,MediaRouter,OptimizationHints,BackForwardCache,PaintHolding,RenderDocument",
+    // A cookie belongs to its origin's port, as storage does: a reused page's items
+    // alternate between two ports of the fixture server (see `SiteOrigins`).
+    "--enable-features=EnablePortBoundCookies",
     "--hide-scrollbars",
     "--mute-audio",
     "--force-color-profile=srgb",

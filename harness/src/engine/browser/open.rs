@@ -2,6 +2,7 @@
 //! and its viewport.
 
 use super::page::TrialPage;
+use super::pool::SiteOrigins;
 use crate::engine::cost::{Span, Stage, StageCosts};
 use crate::engine::liveness::{guard, Liveness, Vital, VitalSender};
 use anyhow::{anyhow, Result};
@@ -21,7 +22,7 @@ pub(super) async fn open_trial_page(
     alive: &Vital,
     liveness: Liveness,
     viewport: Size,
-    url: String,
+    origins: &SiteOrigins,
 ) -> Result<TrialPage> {
     let setup = Span::start(Stage::SetupAhead);
     let call = liveness.call();
@@ -34,7 +35,7 @@ pub(super) async fn open_trial_page(
     )
     .await?;
     let params = CreateTargetParams::builder()
-        .url(url)
+        .url(origins.warm_url())
         .browser_context_id(context.clone())
         .build()
         .map_err(|e| anyhow!(e))?;
@@ -61,6 +62,9 @@ pub(super) async fn open_trial_page(
         liveness,
         costs: StageCosts::default(),
         reuse: None,
+        origin: origins.first().to_owned(),
+        frozen: false,
+        first_document_script: std::sync::Mutex::new(None),
     };
     trial
         .cdp(

@@ -7,7 +7,9 @@ use anyhow::{anyhow, bail, Result};
 use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
 use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
 use chromiumoxide::cdp::browser_protocol::page::CrashParams;
-use chromiumoxide::cdp::browser_protocol::page::NavigateParams;
+use chromiumoxide::cdp::browser_protocol::page::{
+    NavigateParams, RemoveScriptToEvaluateOnNewDocumentParams, ScriptIdentifier,
+};
 use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, ExecutionContextId};
 use chromiumoxide::types::{Command, CommandResponse};
 use chromiumoxide::{Browser, Page};
@@ -18,7 +20,7 @@ use std::time::Duration;
 /// What a reusable page needs to go back into its pool.
 pub(super) struct Reuse {
     pub(super) pool: tokio::sync::mpsc::Sender<Result<TrialPage>>,
-    pub(super) warm_url: String,
+    pub(super) origins: super::pool::SiteOrigins,
     /// One of the pool's page slots, given back when the page is closed for good.
     pub(super) _permit: tokio::sync::OwnedSemaphorePermit,
 }
@@ -42,6 +44,13 @@ pub struct TrialPage {
     pub costs: StageCosts,
     /// Where the page goes when it is closed, under [`Isolation::ReusedContext`].
     pub(super) reuse: Option<Reuse>,
+    /// The origin the page's item loads from (see [`super::SiteOrigins`]).
+    pub(super) origin: String,
+    /// Whether the page's scripts were stopped by its reset (and not yet let run again).
+    pub(super) frozen: bool,
+    /// The script the reset left for the next item's first document (see `reset`),
+    /// removed once that document has loaded.
+    pub(super) first_document_script: std::sync::Mutex<Option<ScriptIdentifier>>,
 }
 
 impl Drop for TrialPage {
@@ -54,6 +63,14 @@ impl TrialPage {
     /// The deadlines this page's calls keep.
     pub fn liveness(&self) -> Liveness {
         self.liveness
+    }
+
+    /// The origin (`http://host:port`, no trailing slash) this page's item loads its
+    /// pages from: under [`super::Isolation::ReusedContext`] the fixture server's two origins in
+    /// turn (see [`super::SiteOrigins`]), otherwise always the first. A reused page
+    /// is kept apart from earlier items only on this origin.
+    pub fn origin(&self) -> &str {
+        &self.origin
     }
 
     /// The page's viewport size, in CSS pixels.
@@ -155,7 +172,22 @@ impl TrialPage {
                     InfraKind::NavigationFailed,
                     format!("{url}: {e:#}")
                 )),
-            })
+            })?;
+        // The item's first document has cleared what the reset could not; the item's
+        // own later documents keep their tab's state.
+        let script = self
+            .first_document_script
+            .lock()
+            .expect("never poisoned")
+            .take();
+        if let Some(identifier) = script {
+            self.cdp(
+                "removing the first document's script",
+                RemoveScriptToEvaluateOnNewDocumentParams::new(identifier),
+            )
+            .await?;
+        }
+        Ok(())
     }
 
     /// Evaluates `expression` in the top document (awaiting promises).

@@ -6,13 +6,14 @@ use super::open::open_trial_page;
 use super::page::{Reuse, TrialPage};
 use crate::engine::liveness::{guard, Liveness, Vital};
 use anyhow::{anyhow, Result};
+use faultline_sites::FixtureServer;
 use faultline_tasks::Size;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 impl BrowserHandle {
-    /// A pool of pages, each in its own new browser context and already showing
-    /// `warm_url` (a blank page on the fixture server's origin), opened ahead of time. A
+    /// A pool of pages, each in its own new browser context and already showing the
+    /// blank page of the first of `origins` (the fixture server's), opened ahead of time. A
     /// fresh context starts its renderer process on the first navigation to a site; doing
     /// that ahead of time, while other trials wait on settle timers, hides part of that
     /// cost, and the trial's own navigation is then same-site.
@@ -31,7 +32,7 @@ impl BrowserHandle {
         &self,
         viewport: Size,
         size: PoolSize,
-        warm_url: String,
+        origins: SiteOrigins,
         isolation: Isolation,
     ) -> PagePool {
         let ahead = size.ahead.max(1);
@@ -76,22 +77,16 @@ impl BrowserHandle {
                     },
                     None => None,
                 };
-                let page = open_trial_page(
-                    browser.clone(),
-                    &alive,
-                    liveness,
-                    viewport,
-                    warm_url.clone(),
-                )
-                .await
-                .map(|mut page| {
-                    page.reuse = permit.map(|permit| Reuse {
-                        pool: recycle_tx.clone(),
-                        warm_url: warm_url.clone(),
-                        _permit: permit,
+                let page = open_trial_page(browser.clone(), &alive, liveness, viewport, &origins)
+                    .await
+                    .map(|mut page| {
+                        page.reuse = permit.map(|permit| Reuse {
+                            pool: recycle_tx.clone(),
+                            origins: origins.clone(),
+                            _permit: permit,
+                        });
+                        page
                     });
-                    page
-                });
                 counts.opened += 1;
                 if tx.send(page).await.is_err() {
                     return;
@@ -140,6 +135,73 @@ async fn wait_for_demand<T>(
     }
 }
 
+/// Where a pool's pages load their items from: the fixture server's one site under two
+/// origins (its two ports, see [`FixtureServer::twin_base_url`]).
+///
+/// A reused page takes its items from the two in turn ([`TrialPage::origin`]). An origin's
+/// data can only be cleared for good once none of its documents is alive: a document's
+/// last scripts (a timer, `pagehide`) run while the next one loads, and write into its
+/// own origin. So the reset after an item clears the *other* origin, whose last document
+/// ended when this item's page loaded, and the next item loads from that one. What the
+/// item just finished writes on its way out lands in its own origin, which the next item
+/// does not read (cookies too: the browser binds them to their port) and the reset after
+/// it clears. Both origins being one site, the page keeps its renderer process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteOrigins {
+    first: String,
+    second: String,
+    warm_url: String,
+}
+
+impl SiteOrigins {
+    /// `server`'s two origins.
+    pub fn of(server: &FixtureServer) -> SiteOrigins {
+        SiteOrigins {
+            first: server.base_url(),
+            second: server.twin_base_url(),
+            warm_url: format!("{}/warm", server.base_url()),
+        }
+    }
+
+    /// No site: new pages show `about:blank`, for a pool of fresh pages whose callers
+    /// navigate where they like (a viewer page, say). A reused page cannot be reset
+    /// without a site's two origins: under [`Isolation::ReusedContext`] every page of
+    /// such a pool is closed after its item.
+    pub fn blank() -> SiteOrigins {
+        SiteOrigins {
+            first: "about:blank".into(),
+            second: "about:blank".into(),
+            warm_url: "about:blank".into(),
+        }
+    }
+
+    /// The origin a new page takes its first item from (the server's
+    /// [`FixtureServer::base_url`]).
+    pub fn first(&self) -> &str {
+        &self.first
+    }
+
+    /// The blank page a new page shows until its first item: on the first origin, so
+    /// that the item's own navigation is same-origin.
+    pub fn warm_url(&self) -> &str {
+        &self.warm_url
+    }
+
+    /// Whether these are a site's two origins (not [`SiteOrigins::blank`]).
+    pub(super) fn is_site(&self) -> bool {
+        self.first != self.second
+    }
+
+    /// The origin that is not `origin`.
+    pub(super) fn other(&self, origin: &str) -> &str {
+        if origin == self.first {
+            &self.second
+        } else {
+            &self.first
+        }
+    }
+}
+
 /// How trials are kept apart in the browser.
 ///
 /// Both give every trial the state of a page no trial has used: no cookie, storage,
@@ -152,14 +214,17 @@ async fn wait_for_demand<T>(
 pub enum Isolation {
     /// Every trial gets a page in a new browser context, closed after the trial.
     FreshContext,
-    /// A page in its own context serves trial after trial; between two trials the
-    /// page's scripts are stopped, its session and local storage and window name
-    /// cleared, it is navigated to `about:blank`, the fixture origin's data (cookies,
-    /// local storage, IndexedDB, Cache Storage, service workers), the context's HTTP
-    /// cache and cookies and the page's history are cleared, the pointer is moved off
-    /// the page and the viewport restored. A page that crashed, hung or fails any step of that is
-    /// closed instead and a fresh one opened. The default: on the default run it cut
-    /// Chromium's CPU per detection trial by about a fifth, with identical tables.
+    /// A page in its own context serves trial after trial, taking them from the
+    /// server's two origins in turn ([`SiteOrigins`]). Between two trials the pointer
+    /// is moved off the page, the viewport restored and the page's scripts stopped
+    /// until its next trial; the data of the origin the next trial loads from (local
+    /// storage, IndexedDB, Cache Storage, service workers), the context's cookies and
+    /// HTTP cache and the page's history are cleared, and the next trial's first document
+    /// empties its origin's session storage and the window name before its own scripts
+    /// run. A page that crashed, hung
+    /// or fails any step of that is closed instead and a fresh one opened. The default:
+    /// on the default run it cut Chromium's CPU per detection trial by about a fifth,
+    /// with identical tables.
     #[default]
     ReusedContext,
 }
@@ -242,7 +307,7 @@ impl PagePool {
     pub async fn take(&self) -> Result<TrialPage> {
         self.taken.notify_one();
         let mut rx = self.rx.lock().await;
-        guard(
+        let mut page = guard(
             "waiting for a fresh page",
             self.liveness.page(),
             &self.alive,
@@ -256,7 +321,10 @@ impl PagePool {
                 page
             },
         )
-        .await
+        .await?;
+        // A reset page waited with its scripts stopped; its next document needs them.
+        page.thaw().await?;
+        Ok(page)
     }
 }
 

@@ -2,16 +2,25 @@
 //! or closed with its browser context.
 
 use super::page::TrialPage;
+use super::pool::SiteOrigins;
 use crate::engine::cost::{Span, Stage, StageCosts};
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use chromiumoxide::cdp::browser_protocol::emulation::SetScriptExecutionDisabledParams;
 use chromiumoxide::cdp::browser_protocol::input::DispatchMouseEventType;
 use chromiumoxide::cdp::browser_protocol::network::{
     ClearBrowserCacheParams, ClearBrowserCookiesParams,
 };
-use chromiumoxide::cdp::browser_protocol::page::{NavigateParams, ResetNavigationHistoryParams};
+use chromiumoxide::cdp::browser_protocol::page::{
+    AddScriptToEvaluateOnNewDocumentParams, ResetNavigationHistoryParams,
+};
 use chromiumoxide::cdp::browser_protocol::storage::ClearDataForOriginParams;
 use faultline_tasks::Point;
+
+/// What the first document after a reset runs before its own scripts: the top document
+/// (on the origin the reset cleared) empties the tab's session storage of that origin and
+/// the window name, which the old page may have written on its way out.
+const FIRST_DOCUMENT_CLEARS: &str =
+    "if (window === window.top) { sessionStorage.clear(); window.name = ''; }";
 
 impl TrialPage {
     /// Ends the page's trial: under [`Isolation::ReusedContext`](super::Isolation::ReusedContext) the page is reset (see
@@ -20,7 +29,11 @@ impl TrialPage {
     pub async fn close(mut self) {
         if let Some(reuse) = self.reuse.take() {
             let span = Span::start(Stage::SetupAhead);
-            if self.reset(&reuse.warm_url).await.is_ok() {
+            let reset = self.reset(&reuse.origins).await;
+            if let Err(e) = &reset {
+                tracing::debug!("a page could not be reset, closed instead: {e:#}");
+            }
+            if reset.is_ok() {
                 self.costs = StageCosts::default();
                 self.captures = 0;
                 span.end(&mut self.costs);
@@ -39,10 +52,15 @@ impl TrialPage {
         self.dispose().await;
     }
 
-    /// Brings a used page back to the state of a fresh one; see [`Isolation::ReusedContext`].
-    async fn reset(&mut self, warm_url: &str) -> Result<()> {
+    /// Brings a used page back to the state of a fresh one for its next item, which
+    /// loads from the other of `origins`; see [`SiteOrigins`] for why that one is the
+    /// origin cleared.
+    async fn reset(&mut self, origins: &SiteOrigins) -> Result<()> {
         if let Some(why) = self.crashed() {
             bail!("the page's renderer is gone: {why}");
+        }
+        if !origins.is_site() {
+            bail!("a page without a site's two origins cannot be reset");
         }
         // Off the page first: a pointer left over an element would hover it on the next
         // page (Blink re-hit-tests the last pointer position after every layout).
@@ -53,39 +71,45 @@ impl TrialPage {
         )
         .await?;
         self.emulate_viewport(self.viewport).await?;
-        // Freeze the trial's page: from here none of its scripts (timers, handlers) runs,
-        // so nothing it writes can outlive the clearing below.
+        // The trial's page stays on screen until the next item's navigation, its scripts
+        // stopped: it costs nothing while it waits. Whatever it writes once they run again
+        // (its `pagehide`) lands in its own origin, which the next item does not read.
         self.cdp(
             "stopping the page's scripts",
             SetScriptExecutionDisabledParams::new(true),
         )
         .await?;
-        // Session storage and the window name belong to the tab, not to the origin's
-        // stored data: cleared from the trial's page itself, on its own origin.
-        self.eval("sessionStorage.clear(); localStorage.clear(); window.name = ''; true")
-            .await?;
-        // Leave it for a blank document (no request, no layout: about half the CPU of a
-        // page from the server), which needs no script.
-        self.guarded(
-            "navigating to the blank page",
-            self.liveness.call(),
-            self.page.goto(NavigateParams::new("about:blank")),
-        )
-        .await?;
+        self.frozen = true;
+        let next = origins.other(&self.origin).to_owned();
         self.cdp(
-            "letting the next page's scripts run",
-            SetScriptExecutionDisabledParams::new(false),
-        )
-        .await?;
-        let origin = origin_of(warm_url)?;
-        self.cdp(
-            "clearing the origin's data",
+            "clearing the next origin's data",
             ClearDataForOriginParams {
-                origin,
+                origin: next.clone(),
                 storage_types: "all".into(),
             },
         )
         .await?;
+        // Session storage and the window name belong to the tab, and the browser clears
+        // them only from a live document: the next item's first document does, before
+        // any script of its own runs (then the script is removed, see `goto`).
+        // (One left by a reset whose item never loaded a page is still registered.)
+        let pending = self
+            .first_document_script
+            .lock()
+            .expect("never poisoned")
+            .is_some();
+        if !pending {
+            let script = self
+                .cdp(
+                    "clearing the tab's state in the next document",
+                    AddScriptToEvaluateOnNewDocumentParams::new(FIRST_DOCUMENT_CLEARS),
+                )
+                .await?;
+            *self.first_document_script.lock().expect("never poisoned") =
+                Some(script.result.identifier.clone());
+        }
+        // All of them: the ones the old page may still write are bound to its origin's
+        // port (`EnablePortBoundCookies`), so the next item does not see them.
         self.cdp("clearing cookies", ClearBrowserCookiesParams {})
             .await?;
         self.cdp("clearing the HTTP cache", ClearBrowserCacheParams {})
@@ -95,6 +119,20 @@ impl TrialPage {
             ResetNavigationHistoryParams {},
         )
         .await?;
+        self.origin = next;
+        Ok(())
+    }
+
+    /// Lets the scripts of a page its reset stopped run again, before its next item.
+    pub(super) async fn thaw(&mut self) -> Result<()> {
+        if self.frozen {
+            self.cdp(
+                "letting the page's scripts run",
+                SetScriptExecutionDisabledParams::new(false),
+            )
+            .await?;
+            self.frozen = false;
+        }
         Ok(())
     }
 
@@ -110,13 +148,4 @@ impl TrialPage {
             let _ = tokio::time::timeout(call, self.browser.dispose_browser_context(ctx)).await;
         }
     }
-}
-
-/// The origin (`scheme://host:port`) of an absolute URL.
-fn origin_of(url: &str) -> Result<String> {
-    let (scheme, rest) = url
-        .split_once("://")
-        .ok_or_else(|| anyhow!("not an absolute URL: {url}"))?;
-    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    Ok(format!("{scheme}://{host}"))
 }
