@@ -93,20 +93,23 @@ impl TrialPage {
         // them only from a live document: the next item's first document does, before
         // any script of its own runs (then the script is removed, see `goto`).
         // (One left by a reset whose item never loaded a page is still registered.)
-        let pending = self
+        // The reset holds the page itself: no lock is needed to look at its script.
+        if self
             .first_document_script
-            .lock()
+            .get_mut()
             .expect("never poisoned")
-            .is_some();
-        if !pending {
+            .is_none()
+        {
             let script = self
                 .cdp(
                     "clearing the tab's state in the next document",
                     AddScriptToEvaluateOnNewDocumentParams::new(FIRST_DOCUMENT_CLEARS),
                 )
                 .await?;
-            *self.first_document_script.lock().expect("never poisoned") =
-                Some(script.result.identifier.clone());
+            *self
+                .first_document_script
+                .get_mut()
+                .expect("never poisoned") = Some(script.result.identifier);
         }
         // All of them: the ones the old page may still write are bound to its origin's
         // port (`EnablePortBoundCookies`), so the next item does not see them.
