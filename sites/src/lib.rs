@@ -114,7 +114,8 @@ impl Default for ServerOptions {
 
 impl FixtureServer {
     /// Starts the server on `bind` (use port 0 for an ephemeral port), and its twin on an
-    /// ephemeral port of the same address, with the default options. Returns the server and the only key that can read its ledgers.
+    /// ephemeral port of the same address, with the default options. Returns the server
+    /// and the only key that can read its ledgers.
     pub async fn start(bind: SocketAddr) -> std::io::Result<(FixtureServer, LedgerKey)> {
         FixtureServer::start_with(bind, ServerOptions::default()).await
     }
@@ -239,8 +240,8 @@ impl Drop for FixtureServer {
 /// headers.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Accepts connections on both listeners until `stop` fires, then lets every connection finish its request
-/// (for at most [`SHUTDOWN_GRACE`]) and waits for them. Unlike `axum::serve`, a connection
+/// Accepts connections on both listeners until `stop` fires, then lets every connection
+/// finish its request (for at most [`SHUTDOWN_GRACE`]) and waits for them. Unlike `axum::serve`, a connection
 /// must send its request headers within the header-read timeout or be closed, and at most
 /// `max_connections` are held at once (more wait in the listen backlog).
 async fn serve(

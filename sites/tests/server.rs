@@ -25,6 +25,16 @@ fn get(path: &str, auth: Option<&str>) -> String {
     format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Connection: close\r\n\r\n")
 }
 
+/// The search task's results URL for `layout`'s target under `scope`: a submission the
+/// server records in the scope's ledger.
+fn search_submission(scope: &str, layout: &Layout) -> String {
+    format!(
+        "/s/{scope}/search/results?q={}&layout=0&seed={}",
+        layout.target(),
+        layout.seed
+    )
+}
+
 #[tokio::test]
 async fn binds_loopback_and_guards_the_ledger_with_the_run_key() {
     let (server, key) = FixtureServer::start_loopback().await.unwrap();
@@ -33,18 +43,7 @@ async fn binds_loopback_and_guards_the_ledger_with_the_run_key() {
     key.open(&scope);
     let layout = Layout::for_root(1, TaskKind::Search, 0);
     // A real submission is recorded server-side.
-    let (status, body) = http(
-        server.addr(),
-        get(
-            &format!(
-                "/s/t1/search/results?q={}&layout=0&seed={}",
-                layout.target(),
-                layout.seed
-            ),
-            None,
-        ),
-    )
-    .await;
+    let (status, body) = http(server.addr(), get(&search_submission("t1", &layout), None)).await;
     assert_eq!(status, 200);
     assert!(body.contains(layout.target()));
 
@@ -359,18 +358,7 @@ async fn the_twin_port_serves_the_same_site_into_the_same_ledgers() {
         http(server.addr(), get(path, None)).await.1,
         "both ports serve the same page"
     );
-    let (status, _) = http(
-        twin,
-        get(
-            &format!(
-                "/s/twin1/search/results?q={}&layout=0&seed={}",
-                layout.target(),
-                layout.seed
-            ),
-            None,
-        ),
-    )
-    .await;
+    let (status, _) = http(twin, get(&search_submission("twin1", &layout), None)).await;
     assert_eq!(status, 200);
     let ledger = key.take(&scope);
     assert_eq!(ledger.events.len(), 1, "{:?}", ledger.events);

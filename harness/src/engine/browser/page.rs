@@ -66,9 +66,9 @@ impl TrialPage {
     }
 
     /// The origin (`http://host:port`, no trailing slash) this page's item loads its
-    /// pages from: under [`super::Isolation::ReusedContext`] the fixture server's two origins in
-    /// turn (see [`super::SiteOrigins`]), otherwise always the first. A reused page
-    /// is kept apart from earlier items only on this origin.
+    /// pages from: under [`super::Isolation::ReusedContext`] the fixture server's two
+    /// origins in turn (see [`super::SiteOrigins`]), otherwise always the first. A reused
+    /// page is kept apart from earlier items only on this origin.
     pub fn origin(&self) -> &str {
         &self.origin
     }

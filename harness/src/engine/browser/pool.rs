@@ -221,10 +221,9 @@ pub enum Isolation {
     /// storage, IndexedDB, Cache Storage, service workers), the context's cookies and
     /// HTTP cache and the page's history are cleared, and the next trial's first document
     /// empties its origin's session storage and the window name before its own scripts
-    /// run. A page that crashed, hung
-    /// or fails any step of that is closed instead and a fresh one opened. The default:
-    /// on the default run it cut Chromium's CPU per detection trial by about a fifth,
-    /// with identical tables.
+    /// run. A page that crashed, hung or fails any step of that is closed instead and a
+    /// fresh one opened. The default: on the default run it cut Chromium's CPU per
+    /// detection trial by about a fifth, with identical tables.
     #[default]
     ReusedContext,
 }
