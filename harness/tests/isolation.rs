@@ -3,11 +3,13 @@
 //! `Isolation::ReusedContext` hands one page (and its browser context) to trial after
 //! trial, reset in between. These tests plant every kind of state a page can leave on
 //! a real Chromium — cookies (a script's and an HttpOnly one), local and session
-//! storage, IndexedDB, Cache Storage, the HTTP cache, a service worker, history
-//! entries, the window name, the pointer position and a viewport override — then:
+//! storage, IndexedDB, Cache Storage, a service worker, history entries, the window
+//! name, the pointer position and a viewport override — then:
 //!
 //! - navigate the *same* page on without the reset, and find every kind still there
-//!   (so each probe can see what it looks for), and
+//!   (so each probe can see what it looks for), but nothing in the HTTP cache: the page
+//!   asks for a response to be cached and the fixture server forbids it (the reset
+//!   relies on that and does not clear the cache), and
 //! - close it into the pool (its scripts still writing), take the *same* page back (same
 //!   target: it was reused, not replaced) and find none of them, with the history of a
 //!   page from a new context. Twice: a reused page's items alternate between the fixture
@@ -160,7 +162,6 @@ const ALL: &[&str] = &[
     "window.name",
     "IndexedDB",
     "Cache Storage",
-    "HTTP cache",
     "service worker",
     "pointer",
     "viewport override",
@@ -193,7 +194,10 @@ async fn plant_and_close(page: TrialPage, clean: &Left) {
         .unwrap();
     let kept = probe(&page).await;
     let expected: BTreeSet<String> = ALL.iter().map(|s| s.to_string()).collect();
-    assert_eq!(kept.found, expected, "the probes must see what was planted");
+    assert_eq!(
+        kept.found, expected,
+        "the probes must see what was planted, and no HTTP cache entry"
+    );
     assert!(kept.history > clean.history, "{} entries", kept.history);
     // Closed into the pool with scripts still writing (a timer, and `pagehide` when the
     // next item's page loads).

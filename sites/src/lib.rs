@@ -35,7 +35,9 @@
 //! ephemeral port on the same address ([`FixtureServer::twin_base_url`]): every URL above
 //! is served on both. The two are one site (the port is not part of a site) but two
 //! origins, each with its own storage; the harness's reused pages alternate between them
-//! so that an origin's data can be cleared while none of its documents is alive.
+//! so that an origin's data can be cleared while none of its documents is alive. Every
+//! response says `Cache-Control: no-store`, so no browser's HTTP cache keeps anything of
+//! one item for the next.
 
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
@@ -324,7 +326,19 @@ fn router(state: AppState) -> Router {
             network,
             fault::network_faults,
         ))
+        .layer(axum::middleware::map_response(no_store))
         .with_state(state)
+}
+
+/// Marks every response (a fault's included) as one no cache may keep: a browser that
+/// reuses a page for the next item then has nothing of the last one in its HTTP cache,
+/// without clearing it (which costs Chromium more than the page's own requests).
+async fn no_store(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    response
 }
 
 #[derive(Debug, Deserialize)]

@@ -365,3 +365,33 @@ async fn the_twin_port_serves_the_same_site_into_the_same_ledgers() {
     assert!(faultline_sites::judge(&layout, &ledger).achieved);
     server.shutdown().await;
 }
+
+/// A reused page's HTTP cache is never cleared between items (the harness's reset): that
+/// holds only while no response of the site, a refused or missing one included, may be
+/// stored.
+#[tokio::test]
+async fn every_response_forbids_caching() {
+    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
+    let layout = Layout::for_root(1, TaskKind::Grid, 4);
+    let paths = [
+        "/".to_string(),
+        "/static/ledger.js".to_string(),
+        format!("/s/t9/grid?layout=4&seed={}", layout.seed),
+        "/s/t9/static/grid.js".to_string(),
+        "/no/such/page".to_string(),
+        "/s/bad%20scope/grid?layout=0&seed=1".to_string(),
+    ];
+    for path in paths {
+        let mut s = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+        s.write_all(get(&path, None).as_bytes()).await.unwrap();
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf).await.unwrap();
+        let text = String::from_utf8_lossy(&buf).to_lowercase();
+        let (head, _) = text.split_once("\r\n\r\n").unwrap();
+        assert!(
+            head.lines().any(|l| l == "cache-control: no-store"),
+            "{path}: {head}"
+        );
+    }
+    server.shutdown().await;
+}

@@ -65,6 +65,7 @@ pub(super) async fn open_trial_page(
         origin: origins.first().to_owned(),
         frozen: false,
         first_document_script: std::sync::Mutex::new(None),
+        viewport_moved: std::sync::atomic::AtomicBool::new(false),
     };
     trial
         .cdp(

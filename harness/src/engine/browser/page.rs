@@ -51,6 +51,9 @@ pub struct TrialPage {
     /// The script the reset left for the next item's first document (see `reset`),
     /// removed once that document has loaded.
     pub(super) first_document_script: std::sync::Mutex<Option<ScriptIdentifier>>,
+    /// Whether a fault emulated a viewport other than [`Self::viewport`] (see
+    /// [`Self::emulate_viewport`]): only then does the reset emulate the page's own again.
+    pub(super) viewport_moved: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for TrialPage {
@@ -229,6 +232,8 @@ impl TrialPage {
 
     /// ([`Self::viewport`]): the layout fault's way of moving the page under the harness.
     pub async fn emulate_viewport(&self, size: Size) -> Result<()> {
+        self.viewport_moved
+            .store(size != self.viewport, std::sync::atomic::Ordering::Relaxed);
         self.cdp(
             "changing the viewport",
             SetDeviceMetricsOverrideParams::new(

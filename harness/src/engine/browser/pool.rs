@@ -216,12 +216,13 @@ pub enum Isolation {
     FreshContext,
     /// A page in its own context serves trial after trial, taking them from the
     /// server's two origins in turn ([`SiteOrigins`]). Between two trials the pointer
-    /// is moved off the page, the viewport restored and the page's scripts stopped
-    /// until its next trial; the data of the origin the next trial loads from (local
-    /// storage, IndexedDB, Cache Storage, service workers), the context's cookies and
-    /// HTTP cache and the page's history are cleared, and the next trial's first document
-    /// empties its origin's session storage and the window name before its own scripts
-    /// run. A page that crashed, hung or fails any step of that is closed instead and a
+    /// is moved off the page, the viewport restored (when a fault moved it) and the
+    /// page's scripts stopped until its next trial; the data of the origin the next trial
+    /// loads from (local storage, IndexedDB, Cache Storage, service workers), the
+    /// context's cookies and the page's history are cleared, and the next trial's first
+    /// document empties its origin's session storage and the window name before its own
+    /// scripts run. The HTTP cache holds nothing to clear: every response of the fixture
+    /// server is `no-store`. A page that crashed, hung or fails any step of that is closed instead and a
     /// fresh one opened. The default: on the default run it cut Chromium's CPU per
     /// detection trial by about a fifth, with identical tables.
     #[default]

@@ -7,9 +7,7 @@ use crate::engine::cost::{Span, Stage, StageCosts};
 use anyhow::{bail, Result};
 use chromiumoxide::cdp::browser_protocol::emulation::SetScriptExecutionDisabledParams;
 use chromiumoxide::cdp::browser_protocol::input::DispatchMouseEventType;
-use chromiumoxide::cdp::browser_protocol::network::{
-    ClearBrowserCacheParams, ClearBrowserCookiesParams,
-};
+use chromiumoxide::cdp::browser_protocol::network::ClearBrowserCookiesParams;
 use chromiumoxide::cdp::browser_protocol::page::{
     AddScriptToEvaluateOnNewDocumentParams, ResetNavigationHistoryParams,
 };
@@ -70,7 +68,11 @@ impl TrialPage {
             None,
         )
         .await?;
-        self.emulate_viewport(self.viewport).await?;
+        // Emulating the same size again is not free: Chromium resizes and draws the page
+        // anew. Only a fault that moved the viewport leaves one to undo.
+        if *self.viewport_moved.get_mut() {
+            self.emulate_viewport(self.viewport).await?;
+        }
         // The trial's page stays on screen until the next item's navigation, its scripts
         // stopped: it costs nothing while it waits. Whatever it writes once they run again
         // (its `pagehide`) lands in its own origin, which the next item does not read.
@@ -111,11 +113,11 @@ impl TrialPage {
                 .get_mut()
                 .expect("never poisoned") = Some(script.result.identifier);
         }
+        // The HTTP cache is not cleared: the fixture server marks every response
+        // `no-store`, so it holds nothing an item fetched.
         // All of them: the ones the old page may still write are bound to its origin's
         // port (`EnablePortBoundCookies`), so the next item does not see them.
         self.cdp("clearing cookies", ClearBrowserCookiesParams {})
-            .await?;
-        self.cdp("clearing the HTTP cache", ClearBrowserCacheParams {})
             .await?;
         self.cdp(
             "clearing the navigation history",
