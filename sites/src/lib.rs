@@ -243,9 +243,10 @@ impl Drop for FixtureServer {
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Accepts connections on both listeners until `stop` fires, then lets every connection
-/// finish its request (for at most [`SHUTDOWN_GRACE`]) and waits for them. Unlike `axum::serve`, a connection
-/// must send its request headers within the header-read timeout or be closed, and at most
-/// `max_connections` are held at once (more wait in the listen backlog).
+/// finish its request (for at most [`SHUTDOWN_GRACE`]) and waits for them. Unlike
+/// `axum::serve`, a connection must send its request headers within the header-read
+/// timeout or be closed, and at most `max_connections` are held at once (more wait in the
+/// listen backlog).
 async fn serve(
     [listener, twin]: [tokio::net::TcpListener; 2],
     app: Router,

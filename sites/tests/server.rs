@@ -4,12 +4,17 @@ use faultline_sites::{FixtureServer, Scope};
 use faultline_tasks::{Layout, TaskKind};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-async fn http(addr: std::net::SocketAddr, request: String) -> (u16, String) {
+/// Sends `request` and returns the whole response: status line, headers and body.
+async fn http_raw(addr: std::net::SocketAddr, request: String) -> String {
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
     s.write_all(request.as_bytes()).await.unwrap();
     let mut buf = Vec::new();
     s.read_to_end(&mut buf).await.unwrap();
-    let text = String::from_utf8_lossy(&buf).into_owned();
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+async fn http(addr: std::net::SocketAddr, request: String) -> (u16, String) {
+    let text = http_raw(addr, request).await;
     let status = text[9..12].parse().unwrap();
     let body = text
         .split_once("\r\n\r\n")
@@ -382,11 +387,9 @@ async fn every_response_forbids_caching() {
         "/s/bad%20scope/grid?layout=0&seed=1".to_string(),
     ];
     for path in paths {
-        let mut s = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
-        s.write_all(get(&path, None).as_bytes()).await.unwrap();
-        let mut buf = Vec::new();
-        s.read_to_end(&mut buf).await.unwrap();
-        let text = String::from_utf8_lossy(&buf).to_lowercase();
+        let text = http_raw(server.addr(), get(&path, None))
+            .await
+            .to_lowercase();
         let (head, _) = text.split_once("\r\n\r\n").unwrap();
         assert!(
             head.lines().any(|l| l == "cache-control: no-store"),

@@ -123,8 +123,9 @@ struct Relaunch {
 impl Browsers {
     /// Starts Chromium at `executable` with a pool of pages (sized `pool`) showing
     /// the blank page of `origins`, keeping trials apart by `isolation`; a dead browser
-    /// is replaced up to `liveness.browser_restarts` times. With `protocol`, every browser's connection goes
-    /// through a DevTools proxy tampering through it (see [`protocol`]).
+    /// is replaced up to `liveness.browser_restarts` times. With `protocol`, every
+    /// browser's connection goes through a DevTools proxy tampering through it (see
+    /// [`protocol`]).
     pub async fn launch(
         executable: PathBuf,
         liveness: Liveness,

@@ -222,9 +222,9 @@ pub enum Isolation {
     /// context's cookies and the page's history are cleared, and the next trial's first
     /// document empties its origin's session storage and the window name before its own
     /// scripts run. The HTTP cache holds nothing to clear: every response of the fixture
-    /// server is `no-store`. A page that crashed, hung or fails any step of that is closed instead and a
-    /// fresh one opened. The default: on the default run it cut Chromium's CPU per
-    /// detection trial by about a fifth, with identical tables.
+    /// server is `no-store`. A page that crashed, hung or fails any step of that is
+    /// closed instead and a fresh one opened. The default: on the default run it cut
+    /// Chromium's CPU per detection trial by about a fifth, with identical tables.
     #[default]
     ReusedContext,
 }

@@ -21,9 +21,11 @@ const FIRST_DOCUMENT_CLEARS: &str =
     "if (window === window.top) { sessionStorage.clear(); window.name = ''; }";
 
 impl TrialPage {
-    /// Ends the page's trial: under [`Isolation::ReusedContext`](super::Isolation::ReusedContext) the page is reset (see
+    /// Ends the page's trial: under [`Isolation::ReusedContext`] the page is reset (see
     /// there) and handed back to its pool; otherwise, or when the reset fails, the page
     /// is closed and its browser context disposed of.
+    ///
+    /// [`Isolation::ReusedContext`]: super::Isolation::ReusedContext
     pub async fn close(mut self) {
         if let Some(reuse) = self.reuse.take() {
             let span = Span::start(Stage::SetupAhead);
@@ -113,12 +115,12 @@ impl TrialPage {
                 .get_mut()
                 .expect("never poisoned") = Some(script.result.identifier);
         }
-        // The HTTP cache is not cleared: the fixture server marks every response
-        // `no-store`, so it holds nothing an item fetched.
         // All of them: the ones the old page may still write are bound to its origin's
         // port (`EnablePortBoundCookies`), so the next item does not see them.
         self.cdp("clearing cookies", ClearBrowserCookiesParams {})
             .await?;
+        // The HTTP cache is not cleared: the fixture server marks every response
+        // `no-store`, so it holds nothing an item fetched.
         self.cdp(
             "clearing the navigation history",
             ResetNavigationHistoryParams {},
