@@ -13,8 +13,8 @@ pub struct ConfigFile {
     pub seed: Option<u64>,
     /// Layouts per task (1 to 10000; default 40).
     pub layouts: Option<u32>,
-    /// Concurrent trials and episodes (at most 64; 0 or absent: 5 per core for detection,
-    /// 10 per core for recovery, see [`crate::experiment::jobs`]).
+    /// Concurrent trials and episodes (at most 64; 0 or absent: the per-phase default, 10
+    /// per core for detection and for recovery, see [`crate::experiment::jobs`]).
     pub jobs: Option<usize>,
     /// Task names (default: the four reference tasks).
     pub tasks: Option<Vec<String>>,

@@ -9,16 +9,24 @@
 //!
 //! | phase | at once | wall | cores busy | CPU per item |
 //! |---|---:|---:|---:|---:|
-//! | detection (320 trials) | 10 | 34.9 s | 1.75 | 0.190 s |
-//! | detection | 20 | 35.4 s | 1.91 | 0.211 s |
+//! | detection (320 trials), a page per trial | 10 | 34.9 s | 1.75 | 0.190 s |
+//! | detection, a page per trial | 20 | 35.4 s | 1.91 | 0.211 s |
+//! | detection, reused pages (three runs) | 10 | 30.9-34.1 s | 1.6-1.7 | 0.157-0.180 s |
+//! | detection, reused pages (three runs) | 20 | 28.0-29.4 s | 1.8 | 0.165-0.172 s |
+//! | detection, reused pages (three runs) | 30 | 25.9-29.7 s | 1.9 | 0.152-0.176 s |
 //! | recovery (1440 episodes: 3 runs each, as then) | 10 | 271.9 s | 1.37 | 0.258 s |
 //! | recovery | 20 | 191.8 s | 1.86 | 0.247 s |
 //! | recovery | 30 | 235.4 s | 1.94 | 0.317 s |
 //! | recovery | 40 | 243.4 s | 1.93 | 0.326 s |
 //!
-//! Detection is CPU-bound from about 5 per core; recovery, whose episodes wait longer,
-//! needs about 10 per core and loses past that. Hence [`Jobs::PerPhase`]: 5 per core for
-//! detection, 10 for recovery. `jobs = N` (or `--jobs N`) fixes one number for both.
+//! Recovery, whose episodes wait longer, needs about 10 per core and loses past that.
+//! Detection was CPU-bound from about 5 per core while every trial opened a page of its
+//! own. Since pages are reused, a trial costs less CPU but waits as long (its settle), so
+//! 5 per core left more of the cores idle, and 10 per core was faster in each of three
+//! alternated pairs at the same CPU per trial, with 15 no faster again. Hence
+//! [`Jobs::PerPhase`] gives 10 per core to both phases today; it stays per phase because
+//! the two were measured apart and moved apart before. `jobs = N` (or `--jobs N`) fixes
+//! one number for both.
 //!
 //! A controller that moved the limit while the phase ran, from the CPU the process tree
 //! used every few seconds, was tried and not kept: the load swings with the items' own
@@ -40,7 +48,7 @@ use serde::{Deserialize, Serialize};
 pub const MAX_JOBS: usize = 64;
 
 /// Detection trials at once per core, by default.
-pub const DETECTION_PER_CORE: usize = 5;
+pub const DETECTION_PER_CORE: usize = 10;
 /// Recovery episodes at once per core, by default.
 pub const RECOVERY_PER_CORE: usize = 10;
 
@@ -123,11 +131,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_default_gives_recovery_twice_detection_s_items_per_core() {
+    fn the_default_gives_each_phase_ten_items_per_core() {
         let j = Jobs::PerPhase { cores: 2 };
         assert_eq!(
             (j.of(Phase::Detection), j.of(Phase::Recovery), j.most()),
-            (10, 20, 20)
+            (20, 20, 20)
         );
         let big = Jobs::PerPhase { cores: 16 };
         assert_eq!(
