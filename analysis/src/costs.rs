@@ -85,20 +85,33 @@ pub fn render(
     // phase -> stage -> (wall, cpu); phase -> items.
     // Stages order as a trial runs them (their declaration order).
     let mut sums: BTreeMap<&str, BTreeMap<Stage, (f64, f64)>> = BTreeMap::new();
+    // An item with no stage of its own within an attempt ran on another item's page (a
+    // recovery episode under another policy, sharing the page while the agent's replies
+    // agreed): its cost is that item's, so the means are over the items that had a page.
     let mut items: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut riders: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for s in stages {
         let phase = phase_of(&s.item_key);
         let e = sums.entry(phase).or_default().entry(s.stage).or_default();
         e.0 += s.wall_ms;
         e.1 += s.cpu_ms;
-        items.entry(phase).or_default().insert(&s.item_key);
+        riders.entry(phase).or_default().insert(&s.item_key);
+        if s.stage.within_attempt() {
+            items.entry(phase).or_default().insert(&s.item_key);
+        }
     }
+    let none = BTreeSet::new();
     for (phase, by_stage) in &sums {
-        let keys = &items[phase];
+        let keys = items.get(phase).unwrap_or(&none);
+        let shared = riders[phase].difference(keys).count();
         let n = keys.len().max(1) as f64;
+        let on_others = match shared {
+            0 => String::new(),
+            k => format!(", and {k} that ran on one of their pages, their cost counted there"),
+        };
         let _ = writeln!(
             out,
-            "\n{phase}: mean per item, by stage ({} items; CPU is faultline + Chromium during the stage: the item's own only when one item runs at a time)",
+            "\n{phase}: mean per item, by stage ({} items{on_others}; CPU is faultline + Chromium during the stage: the item's own only when one item runs at a time)",
             keys.len()
         );
         let _ = writeln!(out, "  {:<24} {:>9} {:>9}", "stage", "wall ms", "CPU ms");
@@ -221,5 +234,44 @@ mod tests {
         assert!(text.find("setup_ahead").unwrap() > outside, "{text}");
         assert!(text.find("storage").unwrap() > outside, "{text}");
         assert!(render(&[], &[], &BTreeMap::new()).starts_with("no costs stored"));
+    }
+
+    #[test]
+    fn episodes_that_ran_on_another_policys_page_do_not_dilute_the_stage_means() {
+        let stage = |key: &str, stage: &str, wall: f64| StageCostRow {
+            item_key: key.into(),
+            stage: stage.parse().unwrap(),
+            wall_ms: wall,
+            cpu_ms: wall,
+        };
+        let lead = "recovery/grid/f/unverified/trusting/r0/000";
+        let (b, c) = (
+            "recovery/grid/f/generic/trusting/r0/000",
+            "recovery/grid/f/outcome/trusting/r0/000",
+        );
+        let stages = vec![
+            stage(lead, "capture", 40.0),
+            stage(lead, "storage", 6.0),
+            stage(b, "storage", 3.0),
+            stage(c, "storage", 3.0),
+        ];
+        let walls = BTreeMap::from([
+            (lead.to_string(), 50.0),
+            (b.to_string(), 50.0),
+            (c.to_string(), 50.0),
+        ]);
+        let text = render(&[], &stages, &walls);
+        assert!(
+            text.contains(
+                "(1 items, and 2 that ran on one of their pages, their cost counted there;"
+            ),
+            "{text}"
+        );
+        // The page's own mean, not a third of it; its wall is the one page's.
+        assert!(
+            text.contains("capture                       40.0      40.0"),
+            "{text}"
+        );
+        assert!(text.contains("(10.0 ms between stages"), "{text}");
     }
 }

@@ -7,7 +7,9 @@
 //! Both say they are deterministic, so recovery runs each of their episodes once where the
 //! fault draws nothing from the run's seed; a test here runs a sample three times, under
 //! the seeds the three runs would have, and checks that nothing the agent saw or did
-//! differs.
+//! differs. For the same reason recovery runs an item's episodes under several policies
+//! on one page while the agent's replies agree; another test checks each against the
+//! episode its policy gets alone.
 
 mod common;
 
@@ -15,7 +17,9 @@ use faultline::agent::observant::ObservantAgent;
 use faultline::agent::trusting::TrustingAgent;
 use faultline::agent::Agent;
 use faultline::engine::episode::EpisodeResult;
-use faultline::engine::episode::{run_episode, EpisodeLimits, EpisodeSpec, StopReason};
+use faultline::engine::episode::{
+    run_episode, run_together, EpisodeLimits, EpisodeSpec, Follower, StopReason,
+};
 use faultline_faults::{Fault, FaultPlan};
 use faultline_policies::{Registry, Verdict};
 use faultline_tasks::decision::embedded_default;
@@ -161,5 +165,101 @@ async fn the_built_in_agents_give_the_same_transcript_in_every_run_of_an_item() 
         }
     }
     assert_eq!(compared, 16);
+    h.shutdown().await;
+}
+
+/// Guards the claim the recovery phase groups episodes by: an item's episodes under
+/// several policies, run together on one page while the agent's replies agree, are the
+/// episodes each policy gets on a page of its own. Each task's reference fault, on its
+/// first two layouts, for both built-in agents: `unverified` leads, `generic` and
+/// `outcome` follow; every follower that stayed to the end must match its own episode,
+/// and the sample must hold both followers that stayed and followers that left (the
+/// policies disagree on a faulty step, so a trusting agent acts differently).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn episodes_sharing_a_page_are_the_episodes_each_policy_gets_alone() {
+    let h = common::harness().await;
+    let set = embedded_default().unwrap();
+    let registry = Registry::default();
+    let policies = ["unverified", "generic", "outcome"];
+    let judges: Vec<_> = policies
+        .iter()
+        .map(|p| registry.build(p).unwrap())
+        .collect();
+    let agents: [&'static dyn Agent; 2] = [&TrustingAgent, &ObservantAgent];
+    let (mut stayed, mut left) = (0, 0);
+    for task in [
+        TaskKind::Search,
+        TaskKind::Grid,
+        TaskKind::Frame,
+        TaskKind::Chart,
+    ] {
+        let fault = Fault::reference_for(task).unwrap();
+        for index in [0, 1] {
+            let decision = set.find(task, DEFAULT_ROOT_SEED, index).unwrap();
+            for agent in agents {
+                let seeds: Vec<u64> = policies
+                    .iter()
+                    .map(|policy| {
+                        let key = format!(
+                            "recovery/{task}/{}/{policy}/{}/r0/{index:03}",
+                            fault.id(),
+                            agent.name()
+                        );
+                        derive(DEFAULT_ROOT_SEED, &["episode", &key])
+                    })
+                    .collect();
+                let spec = |i: usize| EpisodeSpec {
+                    decision,
+                    fault: FaultPlan::new(fault, seeds[i]),
+                    policy: judges[i].as_ref(),
+                    agent,
+                    limits: EpisodeLimits::default(),
+                    seed: seeds[i],
+                };
+                let followers: Vec<Follower<'_>> = (1..policies.len())
+                    .map(|i| Follower {
+                        policy: judges[i].as_ref(),
+                        seed: seeds[i],
+                    })
+                    .collect();
+                let together = run_together(&h.env, &spec(0), &followers).await.unwrap();
+                assert_eq!(together.len(), policies.len());
+                for (i, shared) in together.iter().enumerate() {
+                    let what = format!("{task}, layout {index}, {}, {}", policies[i], agent.name());
+                    let Some(shared) = shared else {
+                        assert!(i > 0, "{what}: the leader always finishes");
+                        left += 1;
+                        continue;
+                    };
+                    if i > 0 {
+                        stayed += 1;
+                        assert!(
+                            shared.costs.rows().is_empty(),
+                            "{what}: the page's cost is the leader's"
+                        );
+                    }
+                    let alone = run_episode(&h.env, &spec(i)).await.unwrap();
+                    assert_eq!(transcript(shared), transcript(&alone), "{what}");
+                    assert_eq!(
+                        shared
+                            .steps
+                            .iter()
+                            .map(|s| s.feedback.as_ref().map(|f| f.policy.clone()))
+                            .collect::<Vec<_>>(),
+                        alone
+                            .steps
+                            .iter()
+                            .map(|s| s.feedback.as_ref().map(|f| f.policy.clone()))
+                            .collect::<Vec<_>>(),
+                        "{what}: each step carries its own policy's feedback"
+                    );
+                }
+            }
+        }
+    }
+    assert!(
+        stayed > 0 && left > 0,
+        "followers that stayed: {stayed}, that left: {left}"
+    );
     h.shutdown().await;
 }

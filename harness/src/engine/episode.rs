@@ -156,8 +156,49 @@ pub struct EpisodeSpec<'a> {
     pub seed: u64,
 }
 
+/// Another policy's episode of the same item, run on the leader's page for as long as it
+/// goes the same way (see [`run_together`]).
+pub struct Follower<'a> {
+    /// The policy that judges the follower's steps.
+    pub policy: &'a dyn VerificationPolicy,
+    /// The follower's episode seed, handed to the agent in its view.
+    pub seed: u64,
+}
+
 /// Runs one episode in a fresh browser context under a fresh ledger scope.
 pub async fn run_episode(engine: &Engine, spec: &EpisodeSpec<'_>) -> Result<EpisodeResult> {
+    let mut results = run_together(engine, spec, &[]).await?;
+    Ok(results
+        .remove(0)
+        .expect("the leader's episode always finishes"))
+}
+
+/// Runs the episode of `spec` and, on the same page, the episodes of the same item under
+/// the `followers`' policies for as long as each goes the same way.
+///
+/// An episode differs from another policy's episode of the same item only in what the
+/// agent is told: the page, the fault and the recorded decision are the same. So while
+/// the agent's replies to each policy's feedback are the same reply, the browser does
+/// the same thing for all of them, and one page serves them all: every policy judges
+/// every step, the agent is asked once per policy (with that policy's feedback, history
+/// and seed), and a follower leaves the group at the first turn where its reply differs
+/// from the leader's (or its policy fails where the leader's judged, or the other way
+/// round). The caller runs the followers that left on their own; their partial
+/// transcripts are dropped.
+///
+/// Sound only where nothing else can differ between the episodes: the agent's reply is
+/// a function of its view ([`crate::agent::Agent::deterministic`]) and the fault draws no
+/// parameter from the episode's seed (the leader's fault plan serves all). The recovery
+/// phase groups only such episodes.
+///
+/// Returns one entry per episode, the leader's first and then the followers' in order:
+/// `None` for a follower that left. The page's cost is the leader's; a follower's own is
+/// its policy's judgements and its agent's turns, counted in the leader's too.
+pub async fn run_together(
+    engine: &Engine,
+    spec: &EpisodeSpec<'_>,
+    followers: &[Follower<'_>],
+) -> Result<Vec<Option<EpisodeResult>>> {
     let started = Instant::now();
     let layout = spec.decision.layout();
     let mut session = Session::open(engine, &layout, Some(spec.fault), spec.decision.image).await?;
@@ -168,41 +209,60 @@ pub async fn run_episode(engine: &Engine, spec: &EpisodeSpec<'_>) -> Result<Epis
         .await
         .context("observing before the recorded decision")?;
     let deadline = started + std::time::Duration::from_millis(spec.limits.time_limit_ms);
-    let (transcript, stop_reason) = drive(
+    let members = std::iter::once(Member::new(0, spec.policy, spec.seed))
+        .chain(
+            followers
+                .iter()
+                .enumerate()
+                .map(|(i, f)| Member::new(i + 1, f.policy, f.seed)),
+        )
+        .collect();
+    let seen = Seen {
+        observation: before.clone(),
+        state: before_state,
+    };
+    let (members, stop_reason) = drive(
         &mut session,
         spec,
         &layout.instruction(),
-        before.clone(),
-        before_state,
+        members,
+        seen,
         deadline,
     )
     .await?;
     session.record(None).await?;
     let finished = session.finish()?;
-    Ok(EpisodeResult {
-        before,
-        fired: transcript.steps.iter().any(|s| s.witness.is_some())
-            || finished.site_witness.is_some(),
-        steps: transcript.steps,
-        stop_reason,
-        error: transcript.error,
-        browser_actions: transcript.spent,
-        site_witness: finished.site_witness,
-        truth: finished.truth,
-        ledger: finished.ledger,
-        detected_at_first_step: transcript.first.is_some_and(|(_, d)| d),
-        first_verdict: transcript.first.map(|(v, _)| v),
-        model_calls: transcript.model_calls,
-        usage: transcript.usage,
-        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
-        infra_error: transcript.infra_error,
-        costs: finished.costs,
-    })
+    let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let mut results: Vec<Option<EpisodeResult>> = (0..=followers.len()).map(|_| None).collect();
+    let mut page_costs = Some(finished.costs);
+    for m in members {
+        let t = m.t;
+        results[m.index] = Some(EpisodeResult {
+            before: before.clone(),
+            fired: t.steps.iter().any(|s| s.witness.is_some()) || finished.site_witness.is_some(),
+            steps: t.steps,
+            stop_reason,
+            error: t.error,
+            browser_actions: t.spent,
+            site_witness: finished.site_witness.clone(),
+            truth: finished.truth.clone(),
+            ledger: finished.ledger.clone(),
+            detected_at_first_step: t.first.is_some_and(|(_, d)| d),
+            first_verdict: t.first.map(|(v, _)| v),
+            model_calls: t.model_calls,
+            usage: t.usage,
+            duration_ms,
+            infra_error: t.infra_error,
+            // The leader comes first and carries the page's cost.
+            costs: page_costs.take().unwrap_or_default(),
+        });
+    }
+    Ok(results)
 }
 
-/// What driving an episode produced, before the session is finished and scored: the
-/// transcript receives one event per step (a step refused, answered, acted on and
-/// judged) and per agent turn, and keeps the history the agent is shown.
+/// What driving an episode produced for one policy, before the session is finished and
+/// scored: the transcript receives one event per step (a step refused, answered, acted on
+/// and judged) and per agent turn, and keeps the history the agent is shown.
 struct Transcript {
     steps: Vec<EpisodeStep>,
     /// What the agent is shown of the steps so far.
@@ -218,12 +278,37 @@ struct Transcript {
     infra_error: Option<faultline_policies::InfraError>,
 }
 
-/// The page as the agent last saw it: the observation, its page state and the policy's
-/// feedback on the step that produced it.
+/// One policy's episode in a group sharing a page: its policy, what its agent was told
+/// and did, and where it stands in the group's results.
+struct Member<'a> {
+    /// 0 for the leader, then the followers' order from 1.
+    index: usize,
+    policy: &'a dyn VerificationPolicy,
+    seed: u64,
+    t: Transcript,
+    /// The policy's feedback on the step that produced the current observation.
+    feedback: Option<PolicyFeedback>,
+    /// The token usage of the agent's latest reply, for the step that runs it.
+    usage: Option<TokenUsage>,
+}
+
+impl<'a> Member<'a> {
+    fn new(index: usize, policy: &'a dyn VerificationPolicy, seed: u64) -> Member<'a> {
+        Member {
+            index,
+            policy,
+            seed,
+            t: Transcript::new(),
+            feedback: None,
+            usage: None,
+        }
+    }
+}
+
+/// The page as the agent last saw it: the observation and its page state.
 struct Seen {
     observation: Observation,
     state: PageState,
-    feedback: Option<PolicyFeedback>,
 }
 
 /// The next reply to run: the recorded decision's at step 0, then each agent's.
@@ -234,7 +319,6 @@ struct Reply {
     space: Option<CoordinateSpace>,
     /// The self-report fault's witness, when it rewrote the recorded decision.
     witness: Option<Witness>,
-    usage: Option<TokenUsage>,
 }
 
 impl Reply {
@@ -250,7 +334,6 @@ impl Reply {
             format: spec.decision.format,
             space: Some(spec.decision.space),
             witness,
-            usage: None,
         }
     }
 }
@@ -287,6 +370,18 @@ enum Turn {
     Ended(StopReason),
 }
 
+impl Turn {
+    /// Whether the browser does the same after this turn as after `other`: the same
+    /// reply in the same format, or the same end.
+    fn same_as(&self, other: &Turn) -> bool {
+        match (self, other) {
+            (Turn::Replied(a), Turn::Replied(b)) => a.text == b.text && a.format == b.format,
+            (Turn::Ended(a), Turn::Ended(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
 impl Transcript {
     fn new() -> Transcript {
         Transcript {
@@ -302,7 +397,7 @@ impl Transcript {
     }
 
     /// A new step's record for `reply`, before anything is known about it.
-    fn begin(&self, reply: &mut Reply) -> EpisodeStep {
+    fn begin(&self, reply: &Reply) -> EpisodeStep {
         EpisodeStep {
             step: self.steps.len() as u32,
             from_decision: self.steps.is_empty(),
@@ -321,7 +416,8 @@ impl Transcript {
                 detail: String::new(),
             },
             ledger_events: Vec::new(),
-            usage: reply.usage.take(),
+            // Each policy's episode sets its own agent's usage.
+            usage: None,
         }
     }
 
@@ -365,19 +461,6 @@ impl Transcript {
         (actions, Admission::Act { space, witness })
     }
 
-    /// Ends a step that did not reach the browser: the ledger is checkpointed (with the
-    /// answer, if any) and the step joins the transcript.
-    async fn close(
-        &mut self,
-        session: &mut Session<'_>,
-        mut record: EpisodeStep,
-        answer: Option<&str>,
-    ) -> Result<()> {
-        (record.truth, record.ledger_events) = checkpoint(session, answer).await?;
-        self.steps.push(record);
-        Ok(())
-    }
-
     /// Counts an agent's reply: its model calls and token usage.
     fn replied(&mut self, calls: u32, usage: Option<TokenUsage>) {
         self.model_calls += calls;
@@ -399,42 +482,61 @@ async fn checkpoint(
     Ok(session.peek())
 }
 
-/// The recorded decision, then the agent's turns, until the episode ends.
-async fn drive(
+/// Ends a step that did not reach the browser: the ledger is checkpointed once (with the
+/// answer, if any) and the step joins every member's transcript.
+async fn close(
+    session: &mut Session<'_>,
+    members: &mut [Member<'_>],
+    record: EpisodeStep,
+    answer: Option<&str>,
+) -> Result<()> {
+    let (truth, events) = checkpoint(session, answer).await?;
+    for m in members {
+        let mut record = record.clone();
+        record.truth = truth.clone();
+        record.ledger_events = events.clone();
+        record.usage = m.usage.take();
+        m.t.steps.push(record);
+    }
+    Ok(())
+}
+
+/// The recorded decision, then the agent's turns, until the episode ends; returns the
+/// members still in the group (the leader first) and why their episode ended.
+async fn drive<'a>(
     session: &mut Session<'_>,
     spec: &EpisodeSpec<'_>,
     instruction: &Instruction,
-    before: Observation,
-    before_state: PageState,
+    mut members: Vec<Member<'a>>,
+    mut seen: Seen,
     deadline: Instant,
-) -> Result<(Transcript, StopReason)> {
-    let mut t = Transcript::new();
-    let mut seen = Seen {
-        observation: before,
-        state: before_state,
-        feedback: None,
-    };
+) -> Result<(Vec<Member<'a>>, StopReason)> {
     let mut reply = Reply::recorded(spec);
     let stop_reason = loop {
         if Instant::now() >= deadline {
             break StopReason::TimeLimit;
         }
-        let mut record = t.begin(&mut reply);
+        // Every member is at the same step with the same reply; the leader's transcript
+        // stands for all in what the step does.
+        let lead = &members[0].t;
+        let mut record = lead.begin(&reply);
         let (actions, admission) =
-            t.admit(session.rt(), &mut reply, spec.limits.budget, &mut record);
+            lead.admit(session.rt(), &mut reply, spec.limits.budget, &mut record);
         let (space, witness) = match admission {
             Admission::Unparsed(e) => {
                 record.parse_error = Some(e.0.clone());
                 record.tool_message = e.to_string();
-                t.close(session, record, None).await?;
-                t.error = Some(e.to_string());
+                close(session, &mut members, record, None).await?;
+                for m in &mut members {
+                    m.t.error = Some(e.to_string());
+                }
                 break StopReason::ParseError;
             }
             Admission::OverBudget { browser, left } => {
                 record.tool_message = format!(
                     "Refused: the reply needs {browser} browser action(s) and {left} remain."
                 );
-                t.close(session, record, None).await?;
+                close(session, &mut members, record, None).await?;
                 break StopReason::OverBudget;
             }
             Admission::Terminal { answer } => {
@@ -443,7 +545,7 @@ async fn drive(
                     Some(v) => format!("Answered {v:?}."),
                     None => "Stopped.".into(),
                 };
-                t.close(session, record, answer.as_deref()).await?;
+                close(session, &mut members, record, answer.as_deref()).await?;
                 break match answer {
                     Some(_) => StopReason::Answered,
                     None => StopReason::Stopped,
@@ -457,18 +559,18 @@ async fn drive(
             space,
             witness,
         };
-        if let Some(reason) = act(session, spec, instruction, &mut t, &mut seen, admitted).await? {
+        if let Some(reason) = act(session, instruction, &mut members, &mut seen, admitted).await? {
             break reason;
         }
-        if t.steps.len() as u32 >= spec.limits.max_steps {
+        if members[0].t.steps.len() as u32 >= spec.limits.max_steps {
             break StopReason::StepCap;
         }
-        match agent_turn(session, spec, instruction, &mut t, &seen, deadline).await? {
+        match agent_turns(session, spec, instruction, &mut members, &seen, deadline).await? {
             Turn::Replied(next) => reply = next,
             Turn::Ended(reason) => break reason,
         }
     };
-    Ok((t, stop_reason))
+    Ok((members, stop_reason))
 }
 
 /// Has the policy judge an executed step against what the agent saw before it (timed as
@@ -497,13 +599,13 @@ fn judge_step(
     judged
 }
 
-/// Executes an admitted step, has the policy judge it and records it; returns why the
-/// episode ends after it, if it does.
+/// Executes an admitted step, has every member's policy judge it and records it; returns
+/// why the episode ends after it, if it does. A member whose policy failed where the
+/// leader's judged (or judged where the leader's failed) leaves the group.
 async fn act(
     session: &mut Session<'_>,
-    spec: &EpisodeSpec<'_>,
     instruction: &Instruction,
-    t: &mut Transcript,
+    members: &mut Vec<Member<'_>>,
     seen: &mut Seen,
     admitted: Admitted,
 ) -> Result<Option<StopReason>> {
@@ -515,61 +617,110 @@ async fn act(
     } = admitted;
     let browser = record.browser_actions;
     let outcome = session.rt().act(actions, space, witness).await?;
-    if !record.from_decision {
-        t.spent += browser;
-    }
-    let judgement = match judge_step(session, spec.policy, instruction, seen, &outcome) {
-        Ok(j) => j,
-        Err(e) => {
-            t.error = Some(e.to_string());
-            t.infra_error = Some(e);
-            t.close(session, record, outcome.answer.as_deref()).await?;
-            // Not a way an episode ends but a way it fails to: `infra_error` says so,
-            // and the episode is stored as an infrastructure error only (its stop reason
-            // is never read).
-            return Ok(Some(StopReason::Stopped));
+    let mut judged = Vec::with_capacity(members.len());
+    for m in members.iter_mut() {
+        if !record.from_decision {
+            m.t.spent += browser;
         }
-    };
-    let feedback = PolicyFeedback {
-        policy: spec.policy.name().to_string(),
-        verdict: judgement.verdict,
-        message: judgement.message,
-    };
-    let (truth, events) = checkpoint(session, outcome.answer.as_deref()).await?;
-    if t.first.is_none() {
-        let detected = (feedback.verdict == Verdict::Success) == truth.achieved;
-        t.first = Some((feedback.verdict, detected));
+        judged.push(judge_step(session, m.policy, instruction, seen, &outcome));
     }
+    let leader_judged = judged[0].is_ok();
+    let mut kept = Vec::with_capacity(members.len());
+    for (m, j) in members.drain(..).zip(judged) {
+        if j.is_ok() == leader_judged {
+            kept.push((m, j));
+        }
+    }
+    if !leader_judged {
+        for (mut m, judged) in kept {
+            if let Err(e) = judged {
+                m.t.error = Some(e.to_string());
+                m.t.infra_error = Some(e);
+            }
+            members.push(m);
+        }
+        close(session, members, record, outcome.answer.as_deref()).await?;
+        // Not a way an episode ends but a way it fails to: `infra_error` says so, and the
+        // episode is stored as an infrastructure error only (its stop reason is never
+        // read).
+        return Ok(Some(StopReason::Stopped));
+    }
+    let (truth, events) = checkpoint(session, outcome.answer.as_deref()).await?;
     record.executed_json = serde_json::to_string(&outcome.executed)?;
     record.tool_message = outcome.tool_message.clone();
-    record.feedback = Some(feedback.clone());
     record.observation = Some(outcome.after.clone());
     record.witness = outcome.witness;
     record.truth = truth;
     record.ledger_events = events;
-    t.history.push(HistoryEntry {
-        // The whole reply: one that reaches the browser is within the stored size.
-        reply: record.reply.clone(),
-        actions: outcome.actions.clone(),
-        tool_message: outcome.tool_message.clone(),
-        feedback: Some(feedback.clone()),
-    });
-    let from_decision = record.from_decision;
-    t.steps.push(record);
+    for (mut m, judged) in kept {
+        let Ok(judgement) = judged else {
+            unreachable!("only judged steps are kept with a judged leader")
+        };
+        let feedback = PolicyFeedback {
+            policy: m.policy.name().to_string(),
+            verdict: judgement.verdict,
+            message: judgement.message,
+        };
+        if m.t.first.is_none() {
+            let detected = (feedback.verdict == Verdict::Success) == record.truth.achieved;
+            m.t.first = Some((feedback.verdict, detected));
+        }
+        let mut step = record.clone();
+        step.feedback = Some(feedback.clone());
+        step.usage = m.usage.take();
+        m.t.history.push(HistoryEntry {
+            // The whole reply: one that reaches the browser is within the stored size.
+            reply: step.reply.clone(),
+            actions: outcome.actions.clone(),
+            tool_message: outcome.tool_message.clone(),
+            feedback: Some(feedback.clone()),
+        });
+        m.t.steps.push(step);
+        m.feedback = Some(feedback);
+        members.push(m);
+    }
     *seen = Seen {
         observation: outcome.after,
         state: outcome.after_state,
-        feedback: Some(feedback),
     };
     // The recorded decision's own answer does not end the episode: the agent still sees
     // what the policy says about it and may act again.
-    if !from_decision && (outcome.stop || outcome.answer.is_some()) {
+    if !record.from_decision && (outcome.stop || outcome.answer.is_some()) {
         return Ok(Some(match outcome.answer {
             Some(_) => StopReason::Answered,
             None => StopReason::Stopped,
         }));
     }
     Ok(None)
+}
+
+/// Every member's agent turn; the members whose turn is not the leader's leave the group.
+/// Returns the leader's turn.
+async fn agent_turns(
+    session: &mut Session<'_>,
+    spec: &EpisodeSpec<'_>,
+    instruction: &Instruction,
+    members: &mut Vec<Member<'_>>,
+    seen: &Seen,
+    deadline: Instant,
+) -> Result<Turn> {
+    let mut turns = Vec::with_capacity(members.len());
+    for m in members.iter_mut() {
+        turns.push(agent_turn(session, spec, instruction, m, seen, deadline).await?);
+    }
+    let leader = turns.remove(0);
+    let stays = turns
+        .iter()
+        .map(|turn| turn.same_as(&leader))
+        .collect::<Vec<_>>();
+    let mut followers = members
+        .drain(1..)
+        .zip(stays)
+        .filter(|(_, s)| *s)
+        .map(|(m, _)| m)
+        .collect::<Vec<_>>();
+    members.append(&mut followers);
+    Ok(leader)
 }
 
 /// The agent's turn: it is shown what it saw and was told, and replies within what is
@@ -580,19 +731,19 @@ async fn agent_turn(
     session: &mut Session<'_>,
     spec: &EpisodeSpec<'_>,
     instruction: &Instruction,
-    t: &mut Transcript,
+    m: &mut Member<'_>,
     seen: &Seen,
     deadline: Instant,
 ) -> Result<Turn> {
     let view = AgentView {
         instruction,
         observation: &seen.observation,
-        feedback: seen.feedback.as_ref(),
-        history: &t.history,
-        budget_left: spec.limits.budget - t.spent,
-        step: t.steps.len() as u32,
+        feedback: m.feedback.as_ref(),
+        history: &m.t.history,
+        budget_left: spec.limits.budget - m.t.spent,
+        step: m.t.steps.len() as u32,
         image: spec.decision.image,
-        seed: spec.seed,
+        seed: m.seed,
     };
     let site = session.site();
     let left = deadline.saturating_duration_since(Instant::now());
@@ -604,13 +755,13 @@ async fn agent_turn(
     };
     match replied {
         Ok(r) => {
-            t.replied(r.model_calls, r.usage);
+            m.t.replied(r.model_calls, r.usage);
+            m.usage = r.usage;
             Ok(Turn::Replied(Reply {
                 text: r.text,
                 format: r.format,
                 space: None,
                 witness: None,
-                usage: r.usage,
             }))
         }
         Err(e) => match e.infra {
@@ -619,7 +770,7 @@ async fn agent_turn(
                 format!("{} ({})", e.message, spec.agent.name()),
             ))),
             None => {
-                t.error = Some(e.to_string());
+                m.t.error = Some(e.to_string());
                 Ok(Turn::Ended(StopReason::AgentError))
             }
         },

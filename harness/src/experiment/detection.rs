@@ -59,13 +59,14 @@ pub async fn run(
                 infra_failures += failures.len();
                 policy_errors += r.judgements.iter().filter(|(_, o)| o.is_err()).count();
                 r.costs.merge(&retried);
-                store::trial(db, shots, &spec, r, failures)
+                store::trial(db, shots, &spec, r, failures).map(|()| 1)
             }
             Attempted::Failed(failures) => {
                 infra_failures += failures.len();
                 failed += 1;
                 db.insert_infra_errors(&failures)
                     .with_context(|| format!("writing {}", db.path().display()))
+                    .map(|()| 1)
             }
         },
     )

@@ -117,6 +117,9 @@ pub struct EpisodeTask {
     pub(super) agent: Arc<dyn Agent>,
     pub(super) run: u32,
     pub(super) seed: u64,
+    /// Whether the episode may share a page with the other policies' episodes of the
+    /// same item (see [`policy_groups`]).
+    pub(super) shares_page: bool,
 }
 
 impl EpisodeTask {
@@ -226,6 +229,8 @@ pub fn episodes(
                         );
                         tasks.push(EpisodeTask {
                             seed: derive(config.seed, &["episode", &key]),
+                            shares_page: design.is_deterministic(agent.name())
+                                && !fault.draws_parameters(),
                             key,
                             decision: Arc::new(decision.clone()),
                             fault,
@@ -239,6 +244,38 @@ pub fn episodes(
         }
     }
     tasks
+}
+
+/// The episodes grouped by item: those of one (agent, decision, fault, run) under the
+/// different policies, in their first episode's order, each group in policy order. Only
+/// episodes that may share a page are grouped
+/// ([`crate::engine::episode::run_together`] says when that holds); any other episode
+/// is a group of its own.
+pub(super) fn policy_groups(episodes: Vec<EpisodeTask>) -> Vec<Vec<EpisodeTask>> {
+    let mut groups: Vec<Vec<EpisodeTask>> = Vec::new();
+    let mut at: std::collections::HashMap<(String, String, String, u32, u32), usize> =
+        std::collections::HashMap::new();
+    for e in episodes {
+        if !e.shares_page {
+            groups.push(vec![e]);
+            continue;
+        }
+        let item = (
+            e.decision.task.to_string(),
+            e.fault.id().to_string(),
+            e.agent.name().to_string(),
+            e.run,
+            e.decision.layout_index,
+        );
+        match at.get(&item) {
+            Some(&g) => groups[g].push(e),
+            None => {
+                at.insert(item, groups.len());
+                groups.push(vec![e]);
+            }
+        }
+    }
+    groups
 }
 
 /// Keeps the items of the request's shard (all of them when unsharded); for a shard, the

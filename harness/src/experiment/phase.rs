@@ -155,8 +155,8 @@ impl LineProgress {
         p
     }
 
-    fn inc(&mut self) {
-        self.done += 1;
+    fn inc(&mut self, n: usize) {
+        self.done += n;
         let now = Instant::now();
         let t = tenth(self.done, self.total);
         if t > self.last_tenth || now - self.last_line >= LINE_EVERY || self.done == self.total {
@@ -226,11 +226,11 @@ impl Progress {
         Progress::Bar(bar)
     }
 
-    fn inc(&mut self) {
+    fn inc(&mut self, n: usize) {
         match self {
             Progress::Off => {}
-            Progress::Bar(bar) => bar.inc(1),
-            Progress::Lines(lines) => lines.inc(),
+            Progress::Bar(bar) => bar.inc(n as u64),
+            Progress::Lines(lines) => lines.inc(n),
         }
     }
 
@@ -245,6 +245,8 @@ impl Progress {
 /// [`super::jobs::in_flight`] in flight, parked ones included), each finished result
 /// handed to `store` in completion order (storage order does not affect results), with a
 /// progress (a bar or log lines, when `progress`) over the phase's `(total, already stored)`.
+/// `store` returns how many of the phase's items the result held (an item of work may
+/// run several, as the recovery phase's groups do).
 pub async fn run_phase<S, R, Fut>(
     progress: bool,
     name: &str,
@@ -252,7 +254,7 @@ pub async fn run_phase<S, R, Fut>(
     items: Vec<S>,
     jobs: usize,
     work: impl Fn(S) -> Fut,
-    mut store: impl FnMut(R) -> Result<()>,
+    mut store: impl FnMut(R) -> Result<usize>,
 ) -> Result<PhaseSummary>
 where
     Fut: std::future::Future<Output = Result<R>> + Send + 'static,
@@ -286,9 +288,9 @@ where
             () = waiting.changed() => continue,
         };
         let result = joined.context("a task panicked")??;
-        store(result)?;
-        run += 1;
-        bar.inc();
+        let stored = store(result)?;
+        run += stored;
+        bar.inc(stored);
     }
     bar.finish();
     let wall = started.elapsed();
@@ -332,7 +334,7 @@ mod tests {
             },
             |r| {
                 started.push(r);
-                Ok(())
+                Ok(1)
             },
         )
         .await
