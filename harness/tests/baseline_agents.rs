@@ -79,6 +79,33 @@ async fn under_unverified_the_observant_agent_recovers_an_early_capture_and_the_
     h.shutdown().await;
 }
 
+/// The four default tasks, each with its reference fault (none draws a parameter).
+const REFERENCE_TASKS: [TaskKind; 4] = [
+    TaskKind::Search,
+    TaskKind::Grid,
+    TaskKind::Frame,
+    TaskKind::Chart,
+];
+
+const BUILT_IN_AGENTS: [&dyn Agent; 2] = [&TrustingAgent, &ObservantAgent];
+
+/// The seed the recovery phase gives the episode of this item, policy and run.
+fn episode_seed(
+    task: TaskKind,
+    fault: Fault,
+    policy: &str,
+    agent: &dyn Agent,
+    run: u32,
+    index: u32,
+) -> u64 {
+    let key = format!(
+        "recovery/{task}/{}/{policy}/{}/r{run}/{index:03}",
+        fault.id(),
+        agent.name()
+    );
+    derive(DEFAULT_ROOT_SEED, &["episode", &key])
+}
+
 /// What an episode's agent saw and did, step by step, and how it ended: everything but
 /// clocks (durations, page-clock instants in witnesses and the ledger) and screenshot
 /// bytes (a few anti-aliased pixels differ between captures of one page).
@@ -119,29 +146,18 @@ fn transcript(r: &EpisodeResult) -> String {
 async fn the_built_in_agents_give_the_same_transcript_in_every_run_of_an_item() {
     let h = common::harness().await;
     let set = embedded_default().unwrap();
-    let agents: [&'static dyn Agent; 2] = [&TrustingAgent, &ObservantAgent];
     let mut compared = 0;
-    for task in [
-        TaskKind::Search,
-        TaskKind::Grid,
-        TaskKind::Frame,
-        TaskKind::Chart,
-    ] {
+    for task in REFERENCE_TASKS {
         let fault = Fault::reference_for(task).unwrap();
         assert!(!fault.draws_parameters(), "{}", fault.id());
         let decision = set.find(task, DEFAULT_ROOT_SEED, 0).unwrap();
         for policy in ["unverified", "outcome"] {
             let judge = Registry::default().build(policy).unwrap();
-            for agent in agents {
+            for agent in BUILT_IN_AGENTS {
                 assert!(agent.deterministic(), "{}", agent.name());
                 let mut runs = Vec::new();
                 for run in 0..3 {
-                    let key = format!(
-                        "recovery/{task}/{}/{policy}/{}/r{run}/000",
-                        fault.id(),
-                        agent.name()
-                    );
-                    let seed = derive(DEFAULT_ROOT_SEED, &["episode", &key]);
+                    let seed = episode_seed(task, fault, policy, agent, run, 0);
                     let spec = EpisodeSpec {
                         decision,
                         fault: FaultPlan::new(fault, seed),
@@ -185,28 +201,15 @@ async fn episodes_sharing_a_page_are_the_episodes_each_policy_gets_alone() {
         .iter()
         .map(|p| registry.build(p).unwrap())
         .collect();
-    let agents: [&'static dyn Agent; 2] = [&TrustingAgent, &ObservantAgent];
     let (mut stayed, mut left) = (0, 0);
-    for task in [
-        TaskKind::Search,
-        TaskKind::Grid,
-        TaskKind::Frame,
-        TaskKind::Chart,
-    ] {
+    for task in REFERENCE_TASKS {
         let fault = Fault::reference_for(task).unwrap();
         for index in [0, 1] {
             let decision = set.find(task, DEFAULT_ROOT_SEED, index).unwrap();
-            for agent in agents {
+            for agent in BUILT_IN_AGENTS {
                 let seeds: Vec<u64> = policies
                     .iter()
-                    .map(|policy| {
-                        let key = format!(
-                            "recovery/{task}/{}/{policy}/{}/r0/{index:03}",
-                            fault.id(),
-                            agent.name()
-                        );
-                        derive(DEFAULT_ROOT_SEED, &["episode", &key])
-                    })
+                    .map(|policy| episode_seed(task, fault, policy, agent, 0, index))
                     .collect();
                 let spec = |i: usize| EpisodeSpec {
                     decision,
