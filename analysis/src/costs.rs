@@ -89,13 +89,13 @@ pub fn render(
     // recovery episode under another policy, sharing the page while the agent's replies
     // agreed): its cost is that item's, so the means are over the items that had a page.
     let mut items: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    let mut riders: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut every_item: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for s in stages {
         let phase = phase_of(&s.item_key);
         let e = sums.entry(phase).or_default().entry(s.stage).or_default();
         e.0 += s.wall_ms;
         e.1 += s.cpu_ms;
-        riders.entry(phase).or_default().insert(&s.item_key);
+        every_item.entry(phase).or_default().insert(&s.item_key);
         if s.stage.within_attempt() {
             items.entry(phase).or_default().insert(&s.item_key);
         }
@@ -103,7 +103,7 @@ pub fn render(
     let none = BTreeSet::new();
     for (phase, by_stage) in &sums {
         let keys = items.get(phase).unwrap_or(&none);
-        let shared = riders[phase].difference(keys).count();
+        let shared = every_item[phase].difference(keys).count();
         let n = keys.len().max(1) as f64;
         let on_others = match shared {
             0 => String::new(),

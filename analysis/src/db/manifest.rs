@@ -113,11 +113,20 @@ impl RecoveryDesign {
     /// draws no parameter from the episode's seed (which differs per run) — when a repeat
     /// would replay the first run and one is enough.
     pub fn runs_for(&self, agent: &str, fault: Fault) -> u32 {
-        if self.is_deterministic(agent) && !fault.draws_parameters() {
+        if self.only_the_view_decides(agent, fault) {
             1
         } else {
             self.runs
         }
+    }
+
+    /// Whether `agent`'s episodes under `fault` are decided by what the agent is shown
+    /// alone: the agent is deterministic and the fault draws no parameter from the
+    /// episode's seed. Then a repeat replays the first run ([`Self::runs_for`]), and an
+    /// item's episodes under different policies are one episode while the agent's
+    /// replies agree (the recovery phase runs them on one page).
+    pub fn only_the_view_decides(&self, agent: &str, fault: Fault) -> bool {
+        self.is_deterministic(agent) && !fault.draws_parameters()
     }
 }
 

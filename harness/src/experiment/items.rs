@@ -229,8 +229,7 @@ pub fn episodes(
                         );
                         tasks.push(EpisodeTask {
                             seed: derive(config.seed, &["episode", &key]),
-                            shares_page: design.is_deterministic(agent.name())
-                                && !fault.draws_parameters(),
+                            shares_page: design.only_the_view_decides(agent.name(), fault),
                             key,
                             decision: Arc::new(decision.clone()),
                             fault,
