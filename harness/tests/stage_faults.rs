@@ -3,7 +3,7 @@
 
 mod common;
 
-use faultline::engine::trial::run_trial;
+use faultline::engine::trial::{run_trial, run_trials, TrialResult};
 use faultline_faults::{Fault, FaultPlan, LEAKED_TOKEN, NO_CHANGE_MESSAGE};
 use faultline_policies::Verdict;
 use faultline_tasks::decision::embedded_default;
@@ -168,5 +168,74 @@ async fn regression_an_absurd_click_is_the_agents_parse_error_not_an_unresponsiv
     assert!(!r.truth.achieved, "{}", r.truth.detail);
     assert!(r.actions.is_empty());
     assert!(started.elapsed() < std::time::Duration::from_secs(8));
+    h.shutdown().await;
+}
+
+/// What a detection trial stores and is scored on, apart from its timing and costs.
+fn record(r: &TrialResult) -> String {
+    let judged: Vec<String> = r
+        .judgements
+        .iter()
+        .map(|(p, o)| match o {
+            Ok(j) => format!("{p}: {:?} {}", j.verdict, j.message),
+            Err(e) => format!("{p}: error {e}"),
+        })
+        .collect();
+    format!(
+        "actions {:?}\nexecuted {}\ntool {}\ntext {}\nwitness {:?}\njudged {judged:?}\ntruth {} {}\nparse {:?}",
+        r.actions,
+        r.executed_json,
+        r.tool_message,
+        r.observation_text,
+        r.witness.as_ref().map(|w| serde_json::to_string(w).unwrap()),
+        r.truth.achieved,
+        r.truth.detail,
+        r.parse_error,
+    )
+}
+
+/// The detection phase runs a decision's working trial and its trials whose fault acts
+/// only on the feedback on one page. Each must be the trial it is alone: the working
+/// trial leading (its page now also hit-tests the click) and the faulty one leading, on
+/// both tasks such a fault applies to, on three layouts each; the faults fire in the
+/// sample, and the page's cost is the leader's alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trials_sharing_a_working_page_are_the_trials_each_fault_gets_alone() {
+    let h = common::harness().await;
+    let set = embedded_default().unwrap();
+    let mut fired = 0;
+    for (task, fault) in [
+        (TaskKind::Frame, Fault::IframeNoChange),
+        (TaskKind::Grid, Fault::WrongFeedback),
+    ] {
+        assert!(fault.acts_only_on_feedback());
+        for index in [0, 1, 2] {
+            let d = set.find(task, DEFAULT_ROOT_SEED, index).unwrap();
+            let plan = Some(FaultPlan::new(fault, 3));
+            let alone = [
+                run_trial(&h.env, d, None).await.unwrap(),
+                run_trial(&h.env, d, plan).await.unwrap(),
+            ];
+            for (lead, follower, order) in [(None, plan, [0, 1]), (plan, None, [1, 0])] {
+                let shared = run_trials(&h.env, d, lead, &[follower]).await.unwrap();
+                assert_eq!(shared.len(), 2);
+                let what = format!("{task} layout {index}, {lead:?} leading");
+                for (r, &i) in shared.iter().zip(&order) {
+                    assert_eq!(record(r), record(&alone[i]), "{what}");
+                }
+                assert!(!shared[0].costs.rows().is_empty(), "{what}");
+                assert!(
+                    shared[1].costs.rows().is_empty(),
+                    "{what}: the page is the leader's"
+                );
+                fired += usize::from(shared[order[1]].witness.is_some());
+            }
+            assert_ne!(
+                alone[0].tool_message, alone[1].tool_message,
+                "{task} {index}"
+            );
+        }
+    }
+    assert_eq!(fired, 12, "every faulty trial fired, alone and sharing");
     h.shutdown().await;
 }

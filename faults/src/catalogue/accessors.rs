@@ -135,6 +135,16 @@ impl Fault {
         )
     }
 
+    /// Whether the fault acts at the feedback stage alone: it changes the tool's message
+    /// (and leaves a witness), while every other hook leaves the trial as the working
+    /// trial has it and nothing is drawn from the seed. The page then does exactly what
+    /// it does in the working trial of the same decision, so the detection phase runs
+    /// both on one page and only the message differs (a test in `plan` checks every
+    /// other hook of these faults).
+    pub fn acts_only_on_feedback(self) -> bool {
+        matches!(self, Fault::IframeNoChange | Fault::WrongFeedback)
+    }
+
     /// The reference stage fault a task's faulty trials use in the default experiment.
     pub fn reference_for(task: TaskKind) -> Option<Fault> {
         Fault::STAGE.into_iter().find(|f| f.applies_to(task))

@@ -232,3 +232,88 @@ fn every_fault_that_holds_the_page_or_a_request_is_marked_as_waiting_out_a_deadl
     assert!(holding.contains(&Fault::MainThreadHang) && holding.contains(&Fault::RequestHangs));
     assert!(!Fault::SlowResponse.waits_out_a_deadline());
 }
+
+/// Whether every hook but feedback leaves a trial under `fault` as the working trial has
+/// it, for each of its tasks' first layouts and a few seeds and replies.
+fn inert_but_for_feedback(fault: Fault) -> bool {
+    let image = Size::new(900, 600);
+    let replies = [
+        "click(450, 300)",
+        "type(\"Record-10\")\npress(\"Enter\")",
+        "hover(120, 80)\nanswer(\"57\")",
+        "click(10, 10)\nclick(20, 20)\nstop()",
+        "wait(500)\nclick(300, 200)",
+    ];
+    if fault.draws_parameters() || fault.on_the_protocol() {
+        return false;
+    }
+    for seed in [0, 7, 1234] {
+        let plan = FaultPlan::new(fault, seed);
+        let flags = plan.misreads_coordinates()
+            || plan.crashes_renderer()
+            || plan.hangs_page()
+            || plan.skips_waits()
+            || plan.skips_hover_settle()
+            || plan.misread(image, VIEWPORT).is_some();
+        if flags {
+            return false;
+        }
+        for &task in fault.tasks() {
+            for index in 0..3 {
+                let layout = Layout::for_root(1, task, index);
+                if plan.site(&layout).is_some() || plan.before_act(VIEWPORT, &layout).is_some() {
+                    return false;
+                }
+            }
+        }
+        for reply in replies {
+            if plan.on_decision(reply) != (reply.to_string(), None) {
+                return false;
+            }
+            let Ok(mut actions) = parse_reply(reply) else {
+                continue;
+            };
+            let parsed = actions.clone();
+            if plan.on_parse(&mut actions).is_some() || actions != parsed {
+                return false;
+            }
+            for a in &actions {
+                if plan.fails_dispatch(a, Some(Point::new(1.0, 1.0))).is_some() {
+                    return false;
+                }
+            }
+        }
+        let p = Point::new(450.0, 300.0);
+        if plan.on_execute(p, image, VIEWPORT) != (p.scale(image, VIEWPORT), None) {
+            return false;
+        }
+    }
+    true
+}
+
+/// The detection phase runs a trial whose fault acts only on the feedback on its working
+/// trial's page (`Fault::acts_only_on_feedback`); that is sound only while every other
+/// hook of the fault leaves the trial alone. Among the feedback-stage faults, exactly the
+/// marked ones must be inert elsewhere: a marked fault given a page side, or a new
+/// feedback-only fault left unmarked, fails here.
+#[test]
+fn faults_marked_as_acting_only_on_feedback_leave_every_other_hook_alone() {
+    let mut marked = Vec::new();
+    for &fault in Fault::ALL {
+        if fault.acts_only_on_feedback() {
+            marked.push(fault);
+            assert_eq!(fault.stage(), crate::catalogue::Stage::Feedback, "{fault}");
+        }
+        if fault.stage() == crate::catalogue::Stage::Feedback {
+            assert_eq!(
+                fault.acts_only_on_feedback(),
+                inert_but_for_feedback(fault),
+                "{fault}: marked as acting only on feedback iff every other hook is inert"
+            );
+        }
+    }
+    assert_eq!(marked, vec![Fault::IframeNoChange, Fault::WrongFeedback]);
+    // The two feedback faults that also act elsewhere: a dropped dispatch, a held request.
+    assert!(!inert_but_for_feedback(Fault::ErrorSwallowed));
+    assert!(!inert_but_for_feedback(Fault::TimeoutAsSuccess));
+}

@@ -1,5 +1,7 @@
 //! One detection trial: replay a recorded decision on a fresh page, with or without its
-//! fault, let every policy judge the same record, then score against the ledger.
+//! fault, let every policy judge the same record, then score against the ledger. Trials
+//! of one decision that can differ only in the tool's message (the working trial and
+//! those whose fault acts only on the feedback) run on one page ([`run_trials`]).
 //!
 //! The order matters for the information barrier: policies judge first, from the
 //! evidence only; the ledger is read afterwards, by the [`crate::engine::Scorer`] (through
@@ -20,6 +22,7 @@ use std::time::Instant;
 pub use faultline_tasks::Condition;
 
 /// Everything a finished trial produced.
+#[derive(Clone)]
 pub struct TrialResult {
     /// The actions after the parse stage (including any parse fault); empty on a parse error.
     pub actions: Vec<faultline_tasks::Action>,
@@ -90,17 +93,51 @@ pub async fn run_trial(
     decision: &Decision,
     fault: Option<FaultPlan>,
 ) -> Result<TrialResult> {
+    let mut results = run_trials(engine, decision, fault, &[]).await?;
+    Ok(results.remove(0))
+}
+
+/// Runs the trial of `decision` under `lead` and, on the same page, the trials under
+/// each of `followers`: faults that act only on the feedback
+/// ([`faultline_faults::Fault::acts_only_on_feedback`]) or none (the working trial).
+/// Nothing but the tool's message can differ between them, so the page is loaded,
+/// acted on and observed once; the message is told under each member's fault and every
+/// policy judges each member's record. The results come in order, the lead's first; the
+/// page's costs are the lead's, a follower's are none of its own (it rode on that page).
+///
+/// # Panics
+/// When a follower's fault acts anywhere but on the feedback.
+pub async fn run_trials(
+    engine: &Engine,
+    decision: &Decision,
+    lead: Option<FaultPlan>,
+    followers: &[Option<FaultPlan>],
+) -> Result<Vec<TrialResult>> {
+    for f in followers.iter().flatten() {
+        assert!(
+            f.fault.acts_only_on_feedback(),
+            "{} acts beyond the feedback: it cannot ride on another trial's page",
+            f.id()
+        );
+    }
     let started = Instant::now();
     let layout = decision.layout();
     let instruction = layout.instruction();
     // A self-report fault rewrites what the agent replied (in faultline's grammar; a
     // reply in another format is left alone, so the fault does not fire); a site fault
     // is armed on the scope before the page loads.
-    let (reply, reply_witness) = match &fault {
+    let (reply, reply_witness) = match &lead {
         Some(f) if decision.format == ActionFormat::Faultline => f.on_decision(&decision.reply),
         _ => (decision.reply.clone(), None),
     };
-    let mut session = Session::open(engine, &layout, fault, decision.image).await?;
+    let mut session = Session::open(engine, &layout, lead, decision.image).await?;
+    if followers
+        .iter()
+        .flatten()
+        .any(|f| f.needs_iframe_hit_test())
+    {
+        session.rt().hit_test_clicks();
+    }
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "loaded");
     let (before, before_state) = session
         .rt()
@@ -115,46 +152,77 @@ pub async fn run_trial(
         Ok(s) => s,
         Err(parse_error) => {
             let finished = session.finish()?;
-            return Ok(refused(before, parse_error, finished, started));
+            let lead = refused(before, parse_error, finished, started);
+            let followers = followers.iter().map(|_| TrialResult {
+                costs: StageCosts::default(),
+                ..lead.clone()
+            });
+            let mut all: Vec<TrialResult> = followers.collect();
+            all.insert(0, lead);
+            return Ok(all);
         }
     };
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "stepped");
-    // Policies judge the stored record; none of them can see the ledger.
-    let evidence = Evidence {
-        instruction: &instruction,
-        actions: &step.actions,
-        tool_message: &step.tool_message,
-        before: &before,
-        after: &step.after,
-        before_state: &before_state,
-        after_state: &step.after_state,
-    };
+    // Each member's message: the lead's as the step told it, the others' from the same
+    // feedback under their own fault (whose witness, if it fired, is the feedback's).
+    let mut told: Vec<(String, Option<Witness>)> = vec![(step.tool_message.clone(), None)];
+    told.extend(followers.iter().map(|f| step.feedback.report(f.as_ref())));
+    // Policies judge the stored records; none of them can see the ledger.
     let span = Span::start(Stage::Policies);
-    let judgements = crate::engine::judge::judge_all(&session.site(), &engine.policies, &evidence);
+    let judgements: Vec<_> = told
+        .iter()
+        .map(|(tool_message, _)| {
+            let evidence = Evidence {
+                instruction: &instruction,
+                actions: &step.actions,
+                tool_message,
+                before: &before,
+                after: &step.after,
+                before_state: &before_state,
+                after_state: &step.after_state,
+            };
+            crate::engine::judge::judge_all(&session.site(), &engine.policies, &evidence)
+        })
+        .collect();
     span.end(session.costs());
     // Only now is the ledger read, after the harness adds what it witnessed itself.
     session.record(step.answer.as_deref()).await?;
     let finished = session.finish()?;
-    let witness = reply_witness.or(step.witness).or(finished.site_witness);
+    let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let lead_witness = reply_witness.or(step.witness).or(finished.site_witness);
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "scored");
-    Ok(TrialResult {
-        executed_json: serde_json::to_string(&step.executed)?,
-        evidence_json: serde_json::to_string(&EvidenceRecord {
-            before_state: &before_state,
-            after_state: &step.after_state,
-            before_text: &before.text,
-        })?,
-        actions: step.actions,
-        tool_message: step.tool_message,
-        observation_text: step.after.text,
-        before_png: before.png,
-        after_png: step.after.png,
-        witness,
-        judgements,
-        ledger: finished.ledger,
-        truth: finished.truth,
-        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
-        parse_error: None,
-        costs: finished.costs,
-    })
+    let executed_json = serde_json::to_string(&step.executed)?;
+    let evidence_json = serde_json::to_string(&EvidenceRecord {
+        before_state: &before_state,
+        after_state: &step.after_state,
+        before_text: &before.text,
+    })?;
+    let mut page_costs = Some(finished.costs);
+    Ok(told
+        .into_iter()
+        .zip(judgements)
+        .enumerate()
+        .map(
+            |(i, ((tool_message, feedback_witness), judgements))| TrialResult {
+                actions: step.actions.clone(),
+                executed_json: executed_json.clone(),
+                tool_message,
+                observation_text: step.after.text.clone(),
+                before_png: before.png.clone(),
+                after_png: step.after.png.clone(),
+                evidence_json: evidence_json.clone(),
+                witness: if i == 0 {
+                    lead_witness.clone()
+                } else {
+                    feedback_witness
+                },
+                judgements,
+                ledger: finished.ledger.clone(),
+                truth: finished.truth.clone(),
+                duration_ms,
+                parse_error: None,
+                costs: page_costs.take().unwrap_or_default(),
+            },
+        )
+        .collect())
 }

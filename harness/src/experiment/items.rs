@@ -245,6 +245,33 @@ pub fn episodes(
     tasks
 }
 
+/// The trials grouped by page: a decision's working trial and its faulty trials whose
+/// fault acts only on the feedback (nothing but the tool's message can differ between
+/// them) share one, led by the working trial when it is among `trials`
+/// ([`crate::engine::trial::run_trials`]); any other trial is a group of its own.
+/// Groups keep their first trial's order. Only pending trials are grouped, so a resumed
+/// run or a shard runs whatever part of a group it still owes, on a page of its own.
+pub(super) fn feedback_groups(trials: Vec<TrialSpec>) -> Vec<Vec<TrialSpec>> {
+    let mut groups: Vec<Vec<TrialSpec>> = Vec::new();
+    let mut at: std::collections::HashMap<(String, u32), usize> = std::collections::HashMap::new();
+    for t in trials {
+        if !t.fault.is_none_or(Fault::acts_only_on_feedback) {
+            groups.push(vec![t]);
+            continue;
+        }
+        let decision = (t.decision.task.to_string(), t.decision.layout_index);
+        match at.get(&decision) {
+            Some(&g) if t.fault.is_none() => groups[g].insert(0, t),
+            Some(&g) => groups[g].push(t),
+            None => {
+                at.insert(decision, groups.len());
+                groups.push(vec![t]);
+            }
+        }
+    }
+    groups
+}
+
 /// The episodes grouped by item: those of one (agent, decision, fault, run) under the
 /// different policies, in their first episode's order, each group in policy order. Only
 /// episodes that may share a page are grouped
@@ -399,5 +426,58 @@ mod tests {
         };
         let resumed = recovery_design(&c, &agents, Some(&stored)).await.unwrap();
         assert_eq!(resumed.deterministic, ["unsure"]);
+    }
+
+    /// Grid and frame with every fault of theirs: the pages the detection phase needs
+    /// are one per trial, but one per decision for the working trial and the trials whose
+    /// fault acts only on the feedback; a resumed run groups only what it still owes.
+    #[test]
+    fn trials_share_a_page_only_with_their_decisions_working_trial_and_feedback_faults() {
+        let mut c = config();
+        c.tasks = vec![TaskKind::Grid, TaskKind::Frame];
+        c.layouts = 3;
+        c.faults = Fault::ALL
+            .iter()
+            .copied()
+            .filter(|f| !f.on_the_protocol())
+            .collect();
+        let decisions = faultline_tasks::decision::embedded_default().unwrap();
+        let all = specs(&c, &decisions);
+        let keys = |groups: &[Vec<TrialSpec>]| -> Vec<String> {
+            let mut k: Vec<String> = groups.iter().flatten().map(|t| t.key.clone()).collect();
+            k.sort();
+            k
+        };
+        let groups = feedback_groups(specs(&c, &decisions));
+        let mut every: Vec<String> = all.iter().map(|t| t.key.clone()).collect();
+        every.sort();
+        assert_eq!(keys(&groups), every, "every trial once");
+        let shared: Vec<&Vec<TrialSpec>> = groups.iter().filter(|g| g.len() > 1).collect();
+        // Per layout: the grid's working trial with wrong_feedback, the frame's with
+        // iframe_no_change.
+        assert_eq!(shared.len(), 2 * 3);
+        for g in &shared {
+            assert_eq!(g.len(), 2);
+            assert!(
+                g[0].fault.is_none(),
+                "the working trial leads: {}",
+                g[1].key
+            );
+            assert!(g[1].fault.is_some_and(Fault::acts_only_on_feedback));
+            assert_eq!(
+                (g[0].decision.task, g[0].decision.layout_index),
+                (g[1].decision.task, g[1].decision.layout_index)
+            );
+        }
+        assert_eq!(groups.len(), all.len() - 6);
+        // Resumed with the working trials stored: the feedback trials run alone.
+        let owed: Vec<TrialSpec> = specs(&c, &decisions)
+            .into_iter()
+            .filter(|t| t.fault.is_some())
+            .collect();
+        let n = owed.len();
+        let groups = feedback_groups(owed);
+        assert_eq!(groups.len(), n);
+        assert!(groups.iter().all(|g| g.len() == 1));
     }
 }

@@ -249,11 +249,7 @@ impl RoundTrip {
                 // The feedback fault's condition is the harness's own hit
                 // test; an honest tool does not need it, so it is only paid
                 // for when asked.
-                if self
-                    .fault
-                    .as_ref()
-                    .is_some_and(FaultPlan::needs_iframe_hit_test)
-                {
+                if self.hit_test_clicks {
                     x.last_pointer_into_iframe =
                         self.page.element_tag_at(p).await?.as_deref() == Some("IFRAME");
                 }

@@ -19,6 +19,7 @@ pub mod observe;
 pub mod parse;
 
 pub use execute::Executed;
+pub use feedback::Feedback;
 pub use parse::{parse_stage, ReplyError, SPECIAL_TOKENS};
 // The timing settings live in their own module (the browser reads them too); kept
 // reachable here for the paths that name them through the round trip.
@@ -45,6 +46,8 @@ pub struct StepOutcome {
     pub executed: Vec<Executed>,
     /// The tool message the agent and the policies are given (after the feedback hook).
     pub tool_message: String,
+    /// What the feedback stage decided the message from, to tell it under another fault.
+    pub feedback: Feedback,
     /// The observation after the step (after any observe fault).
     pub after: Observation,
     /// The page state read at the same instant as `after`.
@@ -90,6 +93,9 @@ pub struct RoundTrip {
     /// The layout on the page (for faults whose parameters depend on it).
     layout: Layout,
     before_act_done: bool,
+    /// Whether the execute stage hit-tests each click (the iframe feedback fault's
+    /// condition), for the armed fault or for another one told from this page's feedback.
+    hit_test_clicks: bool,
     /// Whether the site is still answering the page's requests (see
     /// [`RoundTrip::with_site_probe`]); without one, a load past its timeout is the page's.
     site_busy: Option<SiteProbe>,
@@ -119,6 +125,7 @@ impl RoundTrip {
             crash_witness: None,
             layout: layout.clone(),
             before_act_done: false,
+            hit_test_clicks: fault.is_some_and(|f| f.needs_iframe_hit_test()),
             site_busy: None,
             protocol: None,
         }
@@ -157,6 +164,13 @@ impl RoundTrip {
         self.page.crashed().is_some()
             && (self.fault.is_some_and(|f| f.crashes_renderer())
                 || matches!(self.protocol_fired(), Some(ProtocolFault::CrashAfterInput)))
+    }
+
+    /// Makes the execute stage hit-test each click whether or not the armed fault needs
+    /// it, so the step's [`Feedback`] can tell the message under a fault that does (a
+    /// read before the click; the page is not touched).
+    pub fn hit_test_clicks(&mut self) {
+        self.hit_test_clicks = true;
     }
 
     /// Lets the observe stage ask the site whether a page slow to load is waiting on the
@@ -307,6 +321,7 @@ impl RoundTrip {
         StepOutcome {
             actions,
             executed: Vec::new(),
+            feedback: Feedback::fixed(&message),
             tool_message: message,
             after: Observation {
                 png: blank_png(self.image),
@@ -360,12 +375,8 @@ impl RoundTrip {
         let span = Span::start(Stage::Settle);
         let load_error = self.settle(&actions, &execution).await?;
         span.end(&mut self.page.costs);
-        let (tool_message, feedback_witness) = feedback::report(
-            self.fault.as_ref(),
-            &actions,
-            &execution,
-            load_error.as_deref(),
-        );
+        let feedback = Feedback::of(&actions, &execution, load_error.as_deref());
+        let (tool_message, feedback_witness) = feedback.report(self.fault.as_ref());
         witness = witness.or(feedback_witness);
         let capture = self.capture().await?;
         let span = Span::start(Stage::Witness);
@@ -380,6 +391,7 @@ impl RoundTrip {
             actions,
             executed: execution.executed,
             tool_message,
+            feedback,
             after: Observation {
                 png: capture.png,
                 size: capture.size,
