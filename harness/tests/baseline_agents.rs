@@ -185,14 +185,16 @@ async fn the_built_in_agents_give_the_same_transcript_in_every_run_of_an_item() 
 }
 
 /// Guards the claim the recovery phase groups episodes by: an item's episodes under
-/// several policies, run together on one page while the agent's replies agree, are the
-/// episodes each policy gets on a page of its own. Each task's reference fault, on its
-/// first two layouts, for both built-in agents: `unverified` leads, `generic` and
-/// `outcome` follow; every follower that stayed to the end must match its own episode,
-/// and the sample must hold both followers that stayed and followers that left (the
-/// policies disagree on a faulty step, so a trusting agent acts differently).
+/// several policies and agents, run together on one page while the replies agree, are
+/// the episodes each gets on a page of its own. Each task's reference fault, on its
+/// first two layouts: `unverified` with the `trusting` agent leads, every other pair of
+/// (`unverified`, `generic`, `outcome`) x (`trusting`, `observant`) follows; every
+/// follower that stayed to the end must match its own episode, and the sample must hold
+/// followers that stayed and followers that left, under another policy with the same
+/// agent and under the other agent (the policies disagree on a faulty step, and the two
+/// agents read the same feedback differently).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn episodes_sharing_a_page_are_the_episodes_each_policy_gets_alone() {
+async fn episodes_sharing_a_page_are_the_episodes_each_policy_and_agent_gets_alone() {
     let h = common::harness().await;
     let set = embedded_default().unwrap();
     let registry = Registry::default();
@@ -201,68 +203,86 @@ async fn episodes_sharing_a_page_are_the_episodes_each_policy_gets_alone() {
         .iter()
         .map(|p| registry.build(p).unwrap())
         .collect();
-    let (mut stayed, mut left) = (0, 0);
+    // Every (policy, agent) pair, the leader first.
+    let members: Vec<(usize, &dyn Agent)> = BUILT_IN_AGENTS
+        .iter()
+        .flat_map(|&a| (0..policies.len()).map(move |p| (p, a)))
+        .collect();
+    // (stayed, left), with the leader's agent and with the other one.
+    let (mut same_agent, mut other_agent) = ((0, 0), (0, 0));
     for task in REFERENCE_TASKS {
         let fault = Fault::reference_for(task).unwrap();
         for index in [0, 1] {
             let decision = set.find(task, DEFAULT_ROOT_SEED, index).unwrap();
-            for agent in BUILT_IN_AGENTS {
-                let seeds: Vec<u64> = policies
-                    .iter()
-                    .map(|policy| episode_seed(task, fault, policy, agent, 0, index))
-                    .collect();
-                let spec = |i: usize| EpisodeSpec {
+            let spec = |&(p, agent): &(usize, &'static dyn Agent)| {
+                let seed = episode_seed(task, fault, policies[p], agent, 0, index);
+                EpisodeSpec {
                     decision,
-                    fault: FaultPlan::new(fault, seeds[i]),
-                    policy: judges[i].as_ref(),
+                    fault: FaultPlan::new(fault, seed),
+                    policy: judges[p].as_ref(),
                     agent,
                     limits: EpisodeLimits::default(),
-                    seed: seeds[i],
-                };
-                let followers: Vec<Follower<'_>> = (1..policies.len())
-                    .map(|i| Follower {
-                        policy: judges[i].as_ref(),
-                        seed: seeds[i],
-                    })
-                    .collect();
-                let together = run_together(&h.env, &spec(0), &followers).await.unwrap();
-                assert_eq!(together.len(), policies.len());
-                for (i, shared) in together.iter().enumerate() {
-                    let what = format!("{task}, layout {index}, {}, {}", policies[i], agent.name());
-                    let Some(shared) = shared else {
-                        assert!(i > 0, "{what}: the leader always finishes");
-                        left += 1;
-                        continue;
-                    };
-                    if i > 0 {
-                        stayed += 1;
-                        assert!(
-                            shared.costs.rows().is_empty(),
-                            "{what}: the page's cost is the leader's"
-                        );
+                    seed,
+                }
+            };
+            let followers: Vec<Follower<'_>> = members[1..]
+                .iter()
+                .map(|m| {
+                    let s = spec(m);
+                    Follower {
+                        policy: s.policy,
+                        agent: s.agent,
+                        seed: s.seed,
                     }
-                    let alone = run_episode(&h.env, &spec(i)).await.unwrap();
-                    assert_eq!(transcript(shared), transcript(&alone), "{what}");
-                    assert_eq!(
-                        shared
-                            .steps
-                            .iter()
-                            .map(|s| s.feedback.as_ref().map(|f| f.policy.clone()))
-                            .collect::<Vec<_>>(),
-                        alone
-                            .steps
-                            .iter()
-                            .map(|s| s.feedback.as_ref().map(|f| f.policy.clone()))
-                            .collect::<Vec<_>>(),
-                        "{what}: each step carries its own policy's feedback"
+                })
+                .collect();
+            let together = run_together(&h.env, &spec(&members[0]), &followers)
+                .await
+                .unwrap();
+            assert_eq!(together.len(), members.len());
+            for (i, shared) in together.iter().enumerate() {
+                let (p, agent) = members[i];
+                let what = format!("{task}, layout {index}, {}, {}", policies[p], agent.name());
+                let tally = if agent.name() == members[0].1.name() {
+                    &mut same_agent
+                } else {
+                    &mut other_agent
+                };
+                let Some(shared) = shared else {
+                    assert!(i > 0, "{what}: the leader always finishes");
+                    tally.1 += 1;
+                    continue;
+                };
+                if i > 0 {
+                    tally.0 += 1;
+                    assert!(
+                        shared.costs.rows().is_empty(),
+                        "{what}: the page's cost is the leader's"
                     );
                 }
+                let alone = run_episode(&h.env, &spec(&members[i])).await.unwrap();
+                assert_eq!(transcript(shared), transcript(&alone), "{what}");
+                assert_eq!(
+                    shared
+                        .steps
+                        .iter()
+                        .map(|s| s.feedback.as_ref().map(|f| f.policy.clone()))
+                        .collect::<Vec<_>>(),
+                    alone
+                        .steps
+                        .iter()
+                        .map(|s| s.feedback.as_ref().map(|f| f.policy.clone()))
+                        .collect::<Vec<_>>(),
+                    "{what}: each step carries its own policy's feedback"
+                );
             }
         }
     }
-    assert!(
-        stayed > 0 && left > 0,
-        "followers that stayed: {stayed}, that left: {left}"
-    );
+    for (who, (stayed, left)) in [("same agent", same_agent), ("other agent", other_agent)] {
+        assert!(
+            stayed > 0 && left > 0,
+            "{who}: followers that stayed: {stayed}, that left: {left}"
+        );
+    }
     h.shutdown().await;
 }

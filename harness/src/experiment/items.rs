@@ -117,8 +117,8 @@ pub struct EpisodeTask {
     pub(super) agent: Arc<dyn Agent>,
     pub(super) run: u32,
     pub(super) seed: u64,
-    /// Whether the episode may share a page with the other policies' episodes of the
-    /// same item (see [`policy_groups`]).
+    /// Whether the episode may share a page with the other policies' and agents'
+    /// episodes of the same item (see [`page_groups`]).
     pub(super) shares_page: bool,
 }
 
@@ -272,14 +272,15 @@ pub(super) fn feedback_groups(trials: Vec<TrialSpec>) -> Vec<Vec<TrialSpec>> {
     groups
 }
 
-/// The episodes grouped by item: those of one (agent, decision, fault, run) under the
-/// different policies, in their first episode's order, each group in policy order. Only
-/// episodes that may share a page are grouped
-/// ([`crate::engine::episode::run_together`] says when that holds); any other episode
-/// is a group of its own.
-pub(super) fn policy_groups(episodes: Vec<EpisodeTask>) -> Vec<Vec<EpisodeTask>> {
+/// The episodes grouped by item: those of one (decision, fault, run) under the different
+/// policies and agents, in their first episode's order (each group in planning order).
+/// Only episodes that may share a page are grouped
+/// ([`crate::engine::episode::run_together`] says when that holds: here, a deterministic
+/// agent under a fault that draws nothing from the seed); any other episode is a group
+/// of its own.
+pub(super) fn page_groups(episodes: Vec<EpisodeTask>) -> Vec<Vec<EpisodeTask>> {
     let mut groups: Vec<Vec<EpisodeTask>> = Vec::new();
-    let mut at: std::collections::HashMap<(String, String, String, u32, u32), usize> =
+    let mut at: std::collections::HashMap<(String, String, u32, u32), usize> =
         std::collections::HashMap::new();
     for e in episodes {
         if !e.shares_page {
@@ -289,7 +290,6 @@ pub(super) fn policy_groups(episodes: Vec<EpisodeTask>) -> Vec<Vec<EpisodeTask>>
         let item = (
             e.decision.task.to_string(),
             e.fault.id().to_string(),
-            e.agent.name().to_string(),
             e.run,
             e.decision.layout_index,
         );

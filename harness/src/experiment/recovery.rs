@@ -2,7 +2,7 @@
 //! the policy's feedback. Its episodes are planned in [`super::items`] and stored by
 //! [`super::store`].
 
-use super::items::{policy_groups, EpisodeTask};
+use super::items::{page_groups, EpisodeTask};
 use super::phase::{long_items_early, pending, run_phase, PhaseSummary};
 use super::retry::{with_retries, Attempted};
 use super::{store, RunRequest};
@@ -40,7 +40,7 @@ pub async fn run(
     let (total, skipped, todo) = pending(tasks, |t| &t.key, &finished, req.max_episodes);
     // One item per group of episodes that may share a page (the same item under the
     // different policies); the phase counts episodes.
-    let todo = long_items_early(policy_groups(todo), |g| g[0].fault.waits_out_a_deadline());
+    let todo = long_items_early(page_groups(todo), |g| g[0].fault.waits_out_a_deadline());
     let limits = rc.limits;
     let retries = env.liveness.retries;
     let (mut infra_failures, mut failed, mut cassette_misses) = (0, 0, 0);
@@ -93,8 +93,8 @@ pub async fn run(
     Ok(summary)
 }
 
-/// Runs a group of episodes (one item under several policies, see
-/// [`super::items::policy_groups`]): the first on a page that also serves the others for
+/// Runs a group of episodes (one item under several policies and agents, see
+/// [`super::items::page_groups`]): the first on a page that also serves the others for
 /// as long as each goes the same way, then again among those that left, until every
 /// episode has finished or failed. A browser, renderer or page failure is retried on a
 /// fresh page (and a new browser when it died), a bounded number of times; a run that
@@ -123,6 +123,7 @@ async fn run_group(
             .iter()
             .map(|(t, p)| Follower {
                 policy: p.as_ref(),
+                agent: t.agent.as_ref(),
                 seed: t.seed,
             })
             .collect();

@@ -5,7 +5,7 @@
 
 use super::{EpisodeSpec, EpisodeStep, StopReason};
 use crate::agent::portable::ask;
-use crate::agent::{AgentView, HistoryEntry, PolicyFeedback, TokenUsage};
+use crate::agent::{Agent, AgentView, HistoryEntry, PolicyFeedback, TokenUsage};
 use crate::engine::cost::{Span, Stage};
 use crate::engine::liveness::InfraFailure;
 use crate::engine::roundtrip::parse::MAX_REPLY_BYTES;
@@ -38,12 +38,13 @@ pub(super) struct Transcript {
     pub(super) infra_error: Option<faultline_policies::InfraError>,
 }
 
-/// One policy's episode in a group sharing a page: its policy, what its agent was told
+/// One episode in a group sharing a page: its policy and agent, what the agent was told
 /// and did, and where it stands in the group's results.
 pub(super) struct Member<'a> {
     /// 0 for the leader, then the followers' order from 1.
     pub(super) index: usize,
     policy: &'a dyn VerificationPolicy,
+    agent: &'a dyn Agent,
     seed: u64,
     pub(super) t: Transcript,
     /// The policy's feedback on the step that produced the current observation.
@@ -53,10 +54,16 @@ pub(super) struct Member<'a> {
 }
 
 impl<'a> Member<'a> {
-    pub(super) fn new(index: usize, policy: &'a dyn VerificationPolicy, seed: u64) -> Member<'a> {
+    pub(super) fn new(
+        index: usize,
+        policy: &'a dyn VerificationPolicy,
+        agent: &'a dyn Agent,
+        seed: u64,
+    ) -> Member<'a> {
         Member {
             index,
             policy,
+            agent,
             seed,
             t: Transcript::new(),
             feedback: None,
@@ -508,7 +515,7 @@ async fn agent_turn(
     let site = session.site();
     let left = deadline.saturating_duration_since(Instant::now());
     let thinking = Span::start(Stage::Agent);
-    let replied = tokio::time::timeout(left, ask(spec.agent, view, &site)).await;
+    let replied = tokio::time::timeout(left, ask(m.agent, view, &site)).await;
     thinking.end(session.costs());
     let Ok(replied) = replied else {
         return Ok(Turn::Ended(StopReason::TimeLimit));
@@ -527,7 +534,7 @@ async fn agent_turn(
         Err(e) => match e.infra {
             Some(kind) => Err(anyhow::Error::new(InfraFailure::new(
                 kind,
-                format!("{} ({})", e.message, spec.agent.name()),
+                format!("{} ({})", e.message, m.agent.name()),
             ))),
             None => {
                 m.t.error = Some(e.to_string());

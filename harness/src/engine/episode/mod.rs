@@ -154,11 +154,13 @@ pub struct EpisodeSpec<'a> {
     pub seed: u64,
 }
 
-/// Another policy's episode of the same item, run on the leader's page for as long as it
-/// goes the same way (see [`run_together`]).
+/// Another policy's or another agent's episode of the same item, run on the leader's
+/// page for as long as it goes the same way (see [`run_together`]).
 pub struct Follower<'a> {
     /// The policy that judges the follower's steps.
     pub policy: &'a dyn VerificationPolicy,
+    /// The agent that acts in the follower's episode.
+    pub agent: &'a dyn Agent,
     /// The follower's episode seed, handed to the agent in its view.
     pub seed: u64,
 }
@@ -172,22 +174,23 @@ pub async fn run_episode(engine: &Engine, spec: &EpisodeSpec<'_>) -> Result<Epis
 }
 
 /// Runs the episode of `spec` and, on the same page, the episodes of the same item under
-/// the `followers`' policies for as long as each goes the same way.
+/// the `followers`' policies and agents for as long as each goes the same way.
 ///
-/// An episode differs from another policy's episode of the same item only in what the
-/// agent is told: the page, the fault and the recorded decision are the same. So while
-/// the agent's replies to each policy's feedback are the same reply, the browser does
-/// the same thing for all of them, and one page serves them all: every policy judges
-/// every step, the agent is asked once per policy (with that policy's feedback, history
-/// and seed), and a follower leaves the group at the first turn where its reply differs
-/// from the leader's (or its policy fails where the leader's judged, or the other way
-/// round). The caller runs the followers that left on their own; their partial
-/// transcripts are dropped.
+/// An episode differs from another policy's or agent's episode of the same item only in
+/// what the agent is told and how it answers: the page, the fault and the recorded
+/// decision (step 0) are the same. So while the replies are the same reply, the browser
+/// does the same thing for all of them, and one page serves them all: every policy
+/// judges every step, each member's agent is asked once (with its policy's feedback, its
+/// history and its seed), and a follower leaves the group at the first turn where its
+/// reply differs from the leader's (or its policy fails where the leader's judged, or
+/// the other way round). The caller runs the followers that left on their own; their
+/// partial transcripts are dropped.
 ///
-/// Sound only where nothing else can differ between the episodes: the agent's reply is
-/// a function of its view ([`crate::agent::Agent::deterministic`]) and the fault draws no
-/// parameter from the episode's seed (the leader's fault plan serves all): the rule of
-/// `RecoveryDesign::only_the_view_decides`, by which the recovery phase groups episodes.
+/// Sound only where nothing else can differ between the episodes: every member's agent
+/// replies as a function of its view ([`crate::agent::Agent::deterministic`]) and the
+/// fault draws no parameter from the episode's seed (the leader's fault plan serves
+/// all): the rule of `RecoveryDesign::only_the_view_decides`, by which the recovery
+/// phase groups episodes.
 ///
 /// Returns one entry per episode, the leader's first and then the followers' in order:
 /// `None` for a follower that left. The page's cost is the leader's; a follower's own is
@@ -207,12 +210,12 @@ pub async fn run_together(
         .await
         .context("observing before the recorded decision")?;
     let deadline = started + std::time::Duration::from_millis(spec.limits.time_limit_ms);
-    let members = std::iter::once(Member::new(0, spec.policy, spec.seed))
+    let members = std::iter::once(Member::new(0, spec.policy, spec.agent, spec.seed))
         .chain(
             followers
                 .iter()
                 .enumerate()
-                .map(|(i, f)| Member::new(i + 1, f.policy, f.seed)),
+                .map(|(i, f)| Member::new(i + 1, f.policy, f.agent, f.seed)),
         )
         .collect();
     let seen = Seen {
