@@ -5,13 +5,13 @@
 
 use super::items::feedback_groups;
 use super::phase::{long_items_early, pending, run_phase, PhaseSummary};
-use super::retry::{with_retries, Attempted};
+use super::retry::{failures_for, with_retries, Attempted};
 use super::{store, RunRequest};
 use crate::engine::trial::{run_trials, TrialResult};
 use crate::engine::Engine;
 use crate::experiment::jobs::Phase;
 use anyhow::{Context, Result};
-use faultline_analysis::db::{InfraErrorRow, ResultsDb};
+use faultline_analysis::db::ResultsDb;
 use faultline_faults::{Fault, FaultPlan};
 use std::path::Path;
 use std::sync::Arc;
@@ -114,13 +114,7 @@ async fn run_group(
         Attempted::Failed(failures) => group
             .into_iter()
             .map(|spec| {
-                let mine = failures
-                    .iter()
-                    .map(|f| InfraErrorRow {
-                        item_key: spec.key.clone(),
-                        ..f.clone()
-                    })
-                    .collect();
+                let mine = failures_for(&failures, &spec.key);
                 (spec, Attempted::Failed(mine))
             })
             .collect(),

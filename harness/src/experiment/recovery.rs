@@ -4,7 +4,7 @@
 
 use super::items::{page_groups, EpisodeTask};
 use super::phase::{long_items_early, pending, run_phase, PhaseSummary};
-use super::retry::{with_retries, Attempted};
+use super::retry::{failures_for, with_retries, Attempted};
 use super::{store, RunRequest};
 use crate::agent::cassette::is_replay_miss;
 use crate::engine::episode::{run_together, EpisodeLimits, EpisodeResult, EpisodeSpec, Follower};
@@ -149,13 +149,7 @@ async fn run_group(
             }
             Attempted::Failed(failures) => {
                 for (task, _) in left {
-                    let mine = failures
-                        .iter()
-                        .map(|f| InfraErrorRow {
-                            item_key: task.key.clone(),
-                            ..f.clone()
-                        })
-                        .collect();
+                    let mine = failures_for(&failures, &task.key);
                     done.push((task, Attempted::Failed(mine)));
                 }
             }

@@ -47,6 +47,18 @@ pub enum Attempted<R> {
     Failed(Vec<InfraErrorRow>),
 }
 
+/// A shared page's failed attempts as one of the items it served stores them: the same
+/// failures under `key` (a page that failed for good fails every item of its group).
+pub fn failures_for(failures: &[InfraErrorRow], key: &str) -> Vec<InfraErrorRow> {
+    failures
+        .iter()
+        .map(|f| InfraErrorRow {
+            item_key: key.to_string(),
+            ..f.clone()
+        })
+        .collect()
+}
+
 /// Runs `attempt` for item `key` until it succeeds, fails for a reason that is not worth
 /// retrying now, or has been tried `1 + retries` times. Fails only when the browser died
 /// and no new one may be started (the run stops; `--resume` continues it).
