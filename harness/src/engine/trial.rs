@@ -54,6 +54,17 @@ pub struct TrialResult {
     pub costs: StageCosts,
 }
 
+impl TrialResult {
+    /// This trial's result for a trial that rode on its page: the same record, with no
+    /// stage costs of its own (the page's are this trial's).
+    fn rider(&self) -> TrialResult {
+        TrialResult {
+            costs: StageCosts::default(),
+            ..self.clone()
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct EvidenceRecord<'a> {
     before_state: &'a faultline_policies::PageState,
@@ -152,77 +163,75 @@ pub async fn run_trials(
         Ok(s) => s,
         Err(parse_error) => {
             let finished = session.finish()?;
+            // Nothing was done, so no fault acted: every member's result is the lead's.
             let lead = refused(before, parse_error, finished, started);
-            let followers = followers.iter().map(|_| TrialResult {
-                costs: StageCosts::default(),
-                ..lead.clone()
-            });
-            let mut all: Vec<TrialResult> = followers.collect();
-            all.insert(0, lead);
-            return Ok(all);
+            let riders = followers.iter().map(|_| lead.rider()).collect();
+            return Ok(with_riders(lead, riders));
         }
     };
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "stepped");
-    // Each member's message: the lead's as the step told it, the others' from the same
-    // feedback under their own fault (whose witness, if it fired, is the feedback's).
-    let mut told: Vec<(String, Option<Witness>)> = vec![(step.tool_message.clone(), None)];
-    told.extend(followers.iter().map(|f| step.feedback.report(f.as_ref())));
+    // The followers' messages, from the same feedback under their own fault (whose
+    // witness, if it fired, is the feedback's).
+    let told: Vec<(String, Option<Witness>)> = followers
+        .iter()
+        .map(|f| step.feedback.report(f.as_ref()))
+        .collect();
     // Policies judge the stored records; none of them can see the ledger.
     let span = Span::start(Stage::Policies);
-    let judgements: Vec<_> = told
-        .iter()
-        .map(|(tool_message, _)| {
-            let evidence = Evidence {
-                instruction: &instruction,
-                actions: &step.actions,
-                tool_message,
-                before: &before,
-                after: &step.after,
-                before_state: &before_state,
-                after_state: &step.after_state,
-            };
-            crate::engine::judge::judge_all(&session.site(), &engine.policies, &evidence)
-        })
-        .collect();
+    let judge = |tool_message: &str| {
+        let evidence = Evidence {
+            instruction: &instruction,
+            actions: &step.actions,
+            tool_message,
+            before: &before,
+            after: &step.after,
+            before_state: &before_state,
+            after_state: &step.after_state,
+        };
+        crate::engine::judge::judge_all(&session.site(), &engine.policies, &evidence)
+    };
+    let judgements = judge(&step.tool_message);
+    let followers_judged: Vec<_> = told.iter().map(|(m, _)| judge(m)).collect();
     span.end(session.costs());
     // Only now is the ledger read, after the harness adds what it witnessed itself.
     session.record(step.answer.as_deref()).await?;
     let finished = session.finish()?;
-    let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let lead_witness = reply_witness.or(step.witness).or(finished.site_witness);
+    let witness = reply_witness.or(step.witness).or(finished.site_witness);
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "scored");
-    let executed_json = serde_json::to_string(&step.executed)?;
-    let evidence_json = serde_json::to_string(&EvidenceRecord {
-        before_state: &before_state,
-        after_state: &step.after_state,
-        before_text: &before.text,
-    })?;
-    let mut page_costs = Some(finished.costs);
-    Ok(told
+    let lead = TrialResult {
+        executed_json: serde_json::to_string(&step.executed)?,
+        evidence_json: serde_json::to_string(&EvidenceRecord {
+            before_state: &before_state,
+            after_state: &step.after_state,
+            before_text: &before.text,
+        })?,
+        actions: step.actions,
+        tool_message: step.tool_message,
+        observation_text: step.after.text,
+        before_png: before.png,
+        after_png: step.after.png,
+        witness,
+        judgements,
+        ledger: finished.ledger,
+        truth: finished.truth,
+        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+        parse_error: None,
+        costs: finished.costs,
+    };
+    let riders = told
         .into_iter()
-        .zip(judgements)
-        .enumerate()
-        .map(
-            |(i, ((tool_message, feedback_witness), judgements))| TrialResult {
-                actions: step.actions.clone(),
-                executed_json: executed_json.clone(),
-                tool_message,
-                observation_text: step.after.text.clone(),
-                before_png: before.png.clone(),
-                after_png: step.after.png.clone(),
-                evidence_json: evidence_json.clone(),
-                witness: if i == 0 {
-                    lead_witness.clone()
-                } else {
-                    feedback_witness
-                },
-                judgements,
-                ledger: finished.ledger.clone(),
-                truth: finished.truth.clone(),
-                duration_ms,
-                parse_error: None,
-                costs: page_costs.take().unwrap_or_default(),
-            },
-        )
-        .collect())
+        .zip(followers_judged)
+        .map(|((tool_message, witness), judgements)| TrialResult {
+            tool_message,
+            witness,
+            judgements,
+            ..lead.rider()
+        })
+        .collect();
+    Ok(with_riders(lead, riders))
+}
+
+/// The lead's result first, then its riders'.
+fn with_riders(lead: TrialResult, riders: Vec<TrialResult>) -> Vec<TrialResult> {
+    std::iter::once(lead).chain(riders).collect()
 }
