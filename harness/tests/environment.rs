@@ -575,6 +575,67 @@ fn cells_of(rows: &BTreeMap<String, Episode>) -> BTreeMap<(String, String), (u64
     cells
 }
 
+/// Regression: a harness that reports the instant its click returns (no settle) can beat
+/// the page's ledger request for that click to the server; the report must still be
+/// scored with it. Here the "page" sends its event 50 ms after the report was sent.
+#[tokio::test]
+async fn an_event_the_page_sent_just_before_the_report_is_in_the_stored_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let env = serve(dir.path(), &out);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let claim: serde_json::Value = env
+        .post_json(&http, "/v1/claim", &serde_json::json!({ "worker": "t" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let item = &claim["item"];
+    let start = item["start_url"].as_str().unwrap();
+    // http://127.0.0.1:PORT/s/SCOPE/TASK?...
+    let (origin, rest) = start.split_once("/s/").unwrap();
+    let scope = rest.split('/').next().unwrap();
+    let report = env
+        .post_json(
+            &http,
+            &format!("/v1/leases/{}/report", item["lease"].as_str().unwrap()),
+            &serde_json::json!({ "verdict": "success" }),
+        )
+        .send();
+    let late_event = async {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        http.post(format!("{origin}/s/{scope}/event"))
+            .json(&serde_json::json!({
+                "kind": "click",
+                "page_ms": 1.0,
+                "data": { "target": "sent-just-before-the-report" }
+            }))
+            .send()
+            .await
+            .unwrap()
+    };
+    let (told, sent) = tokio::join!(report, late_event);
+    let told: serde_json::Value = told.unwrap().json().await.unwrap();
+    let key = told["stored"].as_str().unwrap_or_else(|| panic!("{told}"));
+    drop(env);
+    let db = Connection::open(out.join("results.sqlite")).unwrap();
+    let ledger: String = db
+        .query_row(
+            "SELECT ledger FROM trials WHERE trial_key = ?1",
+            [key],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(
+        ledger.contains("sent-just-before-the-report"),
+        "the late event (answered {}) is missing from the stored ledger: {ledger}",
+        sent.status()
+    );
+}
+
 #[test]
 fn recovery_episodes_are_stored_under_the_harness_and_a_persistent_defect_is_never_recovered() {
     playwright_available();

@@ -32,7 +32,9 @@
 use super::board::{Board, EpisodeItem, Item, Lease};
 use super::offer::{probe_witness, Probe};
 use super::progress::Checkpointed;
-use super::report::{check_captures, check_executed, CaptureInterval, MAX_TEXT_BYTES};
+use super::report::{
+    check_captures, check_executed, let_late_events_in, CaptureInterval, MAX_TEXT_BYTES,
+};
 use super::Shared;
 use crate::agent::{Agent, AgentError, AgentReply, AgentView};
 use crate::engine::episode::EpisodeLimits;
@@ -49,7 +51,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The agent of an external harness: only a name, under which its episodes are keyed and
 /// stored. It acts inside the harness, never inside faultline.
@@ -267,10 +269,7 @@ pub(crate) async fn checkpoint(
 ) -> Result<Value, String> {
     let limits = &shared.limits;
     let (reply, actions, browser) = check_step(&step, &cx, limits)?;
-    let waited = Instant::now();
-    while shared.server.in_flight(&cx.scope) > 0 && waited.elapsed() < Duration::from_secs(1) {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let_late_events_in(shared, &cx.scope).await;
     for (i, c) in step.captures.iter().enumerate() {
         shared.scorer.note_capture(
             &cx.scope,
@@ -410,10 +409,7 @@ pub(crate) async fn score(
     let spec = &episode.start;
     let d = spec.decision();
     let layout = d.layout();
-    let waited = Instant::now();
-    while shared.server.in_flight(&lease.scope) > 0 && waited.elapsed() < Duration::from_secs(1) {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let_late_events_in(shared, &lease.scope).await;
     let site_events = shared.server.disarm(&lease.scope);
     let (ledger, truth) = shared.scorer.score(&lease.scope, &layout)?;
     let fault = spec.fault().expect("an episode has a fault");

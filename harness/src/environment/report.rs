@@ -14,6 +14,7 @@ use crate::engine::roundtrip::CaptureMark;
 use anyhow::Result;
 use base64::Engine as _;
 use faultline_analysis::db::{TrialRow, VerdictRow};
+use faultline_sites::Scope;
 use faultline_tasks::{Condition, Verdict};
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -154,6 +155,27 @@ pub(crate) struct Scored {
     pub told: serde_json::Value,
 }
 
+/// How long after a report the page's ledger requests are still let in. A harness may
+/// report the instant its click returns, while the page's request for that click is still
+/// queued in the harness's browser: nothing in flight at the server does not yet mean
+/// nothing sent.
+pub(crate) const LATE_EVENTS: Duration = Duration::from_millis(250);
+
+/// The longest wait for the scope's requests in flight (a response the fault layer
+/// delays), counted from the report.
+const IN_FLIGHT_AT_MOST: Duration = Duration::from_secs(1);
+
+/// Lets in the events the page sent just before a report or checkpoint: waits
+/// [`LATE_EVENTS`], then until nothing of the scope's is in flight (at most
+/// [`IN_FLIGHT_AT_MOST`] in all).
+pub(crate) async fn let_late_events_in(shared: &Shared, scope: &Scope) {
+    let waited = Instant::now();
+    tokio::time::sleep(LATE_EVENTS).await;
+    while shared.server.in_flight(scope) > 0 && waited.elapsed() < IN_FLIGHT_AT_MOST {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Scores a reported lease from the ledger: the page's in-flight events are let in,
 /// the harness's captures and answer noted, the scope disarmed and its ledger judged.
 pub(crate) async fn score(shared: &Shared, lease: &Lease, checked: Checked) -> Result<Scored> {
@@ -165,12 +187,7 @@ pub(crate) async fn score(shared: &Shared, lease: &Lease, checked: Checked) -> R
         .spec()
         .clone();
     let layout = spec.decision().layout();
-    // Events the page sent just before the report are let in (a keepalive request may
-    // still be in flight), for at most a second.
-    let waited = Instant::now();
-    while shared.server.in_flight(&lease.scope) > 0 && waited.elapsed() < Duration::from_secs(1) {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let_late_events_in(shared, &lease.scope).await;
     let r = &checked.report;
     for (id, c) in r.captures.iter().enumerate() {
         shared.scorer.note_capture(
