@@ -52,6 +52,20 @@ impl TrialSpec {
         self.trial_seed
     }
 
+    /// The page this trial may share with others, named for its decision: the working
+    /// trial's and a trial whose fault acts only on the feedback ([`feedback_groups`]).
+    /// `None` when it needs a page of its own.
+    pub(super) fn shared_page(&self) -> Option<String> {
+        self.fault
+            .is_none_or(Fault::acts_only_on_feedback)
+            .then(|| {
+                format!(
+                    "page:detection/{}/{:03}",
+                    self.decision.task, self.decision.layout_index
+                )
+            })
+    }
+
     /// The recorded decision of an episode, replayed with its fault at step 0 under the
     /// episode's key and seed: what an external harness is handed first for an episode.
     pub(crate) fn episode_start(
@@ -157,6 +171,20 @@ impl EpisodeTask {
     pub fn seed(&self) -> u64 {
         self.seed
     }
+
+    /// The page this episode may share with the other policies' and agents' episodes of
+    /// the same item ([`page_groups`]); `None` when it needs a page of its own.
+    pub(super) fn shared_page(&self) -> Option<String> {
+        self.shares_page.then(|| {
+            format!(
+                "page:recovery/{}/{}/r{}/{:03}",
+                self.decision.task,
+                self.fault.id(),
+                self.run,
+                self.decision.layout_index
+            )
+        })
+    }
 }
 
 /// The recovery design a run plans its episodes by: the config's, with the agents that
@@ -250,21 +278,21 @@ pub fn episodes(
 /// them) share one, led by the working trial when it is among `trials`
 /// ([`crate::engine::trial::run_trials`]); any other trial is a group of its own.
 /// Groups keep their first trial's order. Only pending trials are grouped, so a resumed
-/// run or a shard runs whatever part of a group it still owes, on a page of its own.
+/// run runs whatever part of a group it still owes, on a page of its own (a shard gets
+/// whole groups: [`shard_of_items`]).
 pub(super) fn feedback_groups(trials: Vec<TrialSpec>) -> Vec<Vec<TrialSpec>> {
     let mut groups: Vec<Vec<TrialSpec>> = Vec::new();
-    let mut at: std::collections::HashMap<(String, u32), usize> = std::collections::HashMap::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for t in trials {
-        if !t.fault.is_none_or(Fault::acts_only_on_feedback) {
+        let Some(page) = t.shared_page() else {
             groups.push(vec![t]);
             continue;
-        }
-        let decision = (t.decision.task.to_string(), t.decision.layout_index);
-        match at.get(&decision) {
+        };
+        match at.get(&page) {
             Some(&g) if t.fault.is_none() => groups[g].insert(0, t),
             Some(&g) => groups[g].push(t),
             None => {
-                at.insert(decision, groups.len());
+                at.insert(page, groups.len());
                 groups.push(vec![t]);
             }
         }
@@ -280,28 +308,61 @@ pub(super) fn feedback_groups(trials: Vec<TrialSpec>) -> Vec<Vec<TrialSpec>> {
 /// of its own.
 pub(super) fn page_groups(episodes: Vec<EpisodeTask>) -> Vec<Vec<EpisodeTask>> {
     let mut groups: Vec<Vec<EpisodeTask>> = Vec::new();
-    let mut at: std::collections::HashMap<(String, String, u32, u32), usize> =
-        std::collections::HashMap::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for e in episodes {
-        if !e.shares_page {
+        let Some(page) = e.shared_page() else {
             groups.push(vec![e]);
             continue;
-        }
-        let item = (
-            e.decision.task.to_string(),
-            e.fault.id().to_string(),
-            e.run,
-            e.decision.layout_index,
-        );
-        match at.get(&item) {
+        };
+        match at.get(&page) {
             Some(&g) => groups[g].push(e),
             None => {
-                at.insert(item, groups.len());
+                at.insert(page, groups.len());
                 groups.push(vec![e]);
             }
         }
     }
     groups
+}
+
+/// The shard (0-based) of every item, by [`shard::assign`] over units: the items that may
+/// share a page ([`TrialSpec::shared_page`], [`EpisodeTask::shared_page`]) form one unit,
+/// costing what its items cost, so a shard shares pages as an unsharded run does; any
+/// other item is a unit of its own.
+fn shard_of_items(
+    specs: &[TrialSpec],
+    episodes: &[EpisodeTask],
+    count: u32,
+    budget: u32,
+) -> std::collections::HashMap<String, u32> {
+    let items: Vec<(&str, String, u64)> = specs
+        .iter()
+        .map(|t| {
+            (
+                t.key(),
+                t.shared_page(),
+                shard::cost(t.key(), t.task(), budget),
+            )
+        })
+        .chain(episodes.iter().map(|e| {
+            (
+                e.key(),
+                e.shared_page(),
+                shard::cost(e.key(), e.task(), budget),
+            )
+        }))
+        .map(|(key, page, cost)| (key, page.unwrap_or_else(|| key.to_string()), cost))
+        .collect();
+    let mut units: std::collections::BTreeMap<String, u64> = Default::default();
+    for (_, unit, cost) in &items {
+        *units.entry(unit.clone()).or_default() += cost;
+    }
+    let units: Vec<(String, u64)> = units.into_iter().collect();
+    let assignment = shard::assign(&units, count);
+    items
+        .into_iter()
+        .map(|(key, unit, _)| (key.to_string(), assignment[&unit]))
+        .collect()
 }
 
 /// Keeps the items of the request's shard (all of them when unsharded); for a shard, the
@@ -315,18 +376,8 @@ pub(crate) fn keep_shard(
     Ok(match req.shard {
         None => None,
         Some(s) => {
-            let budget = config.recovery.limits.budget;
-            let items: Vec<(String, u64)> = specs
-                .iter()
-                .map(|t| (t.key().to_string(), shard::cost(t.key(), t.task(), budget)))
-                .chain(
-                    episodes
-                        .iter()
-                        .map(|e| (e.key().to_string(), shard::cost(e.key(), e.task(), budget))),
-                )
-                .collect();
-            let assignment = shard::assign(&items, s.count);
-            let mine = |key: &str| assignment[key] + 1 == s.index;
+            let of = shard_of_items(specs, episodes, s.count, config.recovery.limits.budget);
+            let mine = |key: &str| of[key] + 1 == s.index;
             specs.retain(|t| mine(t.key()));
             episodes.retain(|e| mine(e.key()));
             let keys: std::collections::BTreeSet<&str> = specs
@@ -334,7 +385,7 @@ pub(crate) fn keep_shard(
                 .map(|t| t.key())
                 .chain(episodes.iter().map(|e| e.key()))
                 .collect();
-            Some((serde_json::to_string(&keys)?, items.len()))
+            Some((serde_json::to_string(&keys)?, of.len()))
         }
     })
 }
@@ -426,6 +477,72 @@ mod tests {
         };
         let resumed = recovery_design(&c, &agents, Some(&stored)).await.unwrap();
         assert_eq!(resumed.deterministic, ["unsure"]);
+    }
+
+    /// Regression: a shard used to split page groups (each item went its own way), so a
+    /// sharded run needed more pages than an unsharded one. Every group of either phase
+    /// now lands whole in one shard, every item in exactly one, and the shards' loads
+    /// differ by at most the dearest unit's cost (greedy balancing's bound).
+    #[tokio::test]
+    async fn a_shard_keeps_every_page_group_whole_and_the_shards_balanced() {
+        let mut c = config();
+        c.tasks = vec![TaskKind::Grid, TaskKind::Frame, TaskKind::Chart];
+        c.layouts = 4;
+        c.recovery.faults = vec![Fault::reference_for(TaskKind::Grid).unwrap()];
+        let decisions = faultline_tasks::decision::embedded_default().unwrap();
+        let agents: Vec<Arc<dyn Agent>> = vec![Arc::new(TrustingAgent), Arc::new(Unsure)];
+        let asked = recovery_design(&c, &agents, None).await.unwrap();
+        let trials = specs(&c, &decisions);
+        let planned = episodes(&c, &decisions, &agents, &asked);
+        let budget = c.recovery.limits.budget;
+        for count in [2, 3, 5] {
+            let of = shard_of_items(&trials, &planned, count, budget);
+            assert_eq!(of.len(), trials.len() + planned.len(), "every item once");
+            let shards =
+                |keys: Vec<&str>| -> BTreeSet<u32> { keys.iter().map(|k| of[*k]).collect() };
+            let detection = feedback_groups(trials.clone());
+            let recovery = page_groups(episodes(&c, &decisions, &agents, &asked));
+            assert!(detection.iter().any(|g| g.len() > 1) && recovery.iter().any(|g| g.len() > 1));
+            for g in &detection {
+                assert_eq!(
+                    shards(g.iter().map(|t| t.key()).collect()).len(),
+                    1,
+                    "{}",
+                    g[0].key
+                );
+            }
+            for g in &recovery {
+                assert_eq!(
+                    shards(g.iter().map(|e| e.key()).collect()).len(),
+                    1,
+                    "{}",
+                    g[0].key
+                );
+            }
+            let mut load = vec![0u64; count as usize];
+            let mut dearest = 0;
+            for g in &detection {
+                let cost: u64 = g
+                    .iter()
+                    .map(|t| shard::cost(t.key(), t.task(), budget))
+                    .sum();
+                load[of[g[0].key()] as usize] += cost;
+                dearest = dearest.max(cost);
+            }
+            for g in &recovery {
+                let cost: u64 = g
+                    .iter()
+                    .map(|e| shard::cost(e.key(), e.task(), budget))
+                    .sum();
+                load[of[g[0].key()] as usize] += cost;
+                dearest = dearest.max(cost);
+            }
+            let (most, least) = (load.iter().max().unwrap(), load.iter().min().unwrap());
+            assert!(
+                most - least <= dearest,
+                "{count} shards: {load:?}, dearest unit {dearest}"
+            );
+        }
     }
 
     /// Grid and frame with every fault of theirs: the pages the detection phase needs
