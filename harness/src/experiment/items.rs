@@ -521,20 +521,18 @@ mod tests {
             }
             let mut load = vec![0u64; count as usize];
             let mut dearest = 0;
-            for g in &detection {
-                let cost: u64 = g
-                    .iter()
-                    .map(|t| shard::cost(t.key(), t.task(), budget))
-                    .sum();
-                load[of[g[0].key()] as usize] += cost;
-                dearest = dearest.max(cost);
-            }
-            for g in &recovery {
-                let cost: u64 = g
-                    .iter()
-                    .map(|e| shard::cost(e.key(), e.task(), budget))
-                    .sum();
-                load[of[g[0].key()] as usize] += cost;
+            // Each group as (its first key, what its items cost).
+            let trial_groups = detection.iter().map(|g| {
+                let items = g.iter().map(|t| (t.key(), t.task()));
+                (g[0].key(), items.collect::<Vec<_>>())
+            });
+            let episode_groups = recovery.iter().map(|g| {
+                let items = g.iter().map(|e| (e.key(), e.task()));
+                (g[0].key(), items.collect::<Vec<_>>())
+            });
+            for (first, items) in trial_groups.chain(episode_groups) {
+                let cost: u64 = items.iter().map(|(k, t)| shard::cost(k, *t, budget)).sum();
+                load[of[first] as usize] += cost;
                 dearest = dearest.max(cost);
             }
             let (most, least) = (load.iter().max().unwrap(), load.iter().min().unwrap());
