@@ -159,7 +159,7 @@ pub(crate) struct Scored {
 /// report the instant its click returns, while the page's request for that click is still
 /// queued in the harness's browser: nothing in flight at the server does not yet mean
 /// nothing sent.
-pub(crate) const LATE_EVENTS: Duration = Duration::from_millis(250);
+const LATE_EVENTS: Duration = Duration::from_millis(250);
 
 /// The longest wait for the scope's requests in flight (a response the fault layer
 /// delays), counted from the report.

@@ -39,7 +39,7 @@ pub async fn run(
     let finished = db.finished_episode_keys()?;
     let (total, skipped, todo) = pending(tasks, |t| &t.key, &finished, req.max_episodes);
     // One item per group of episodes that may share a page (the same item under the
-    // different policies); the phase counts episodes.
+    // different policies and agents); the phase counts episodes.
     let todo = long_items_early(page_groups(todo), |g| g[0].fault.waits_out_a_deadline());
     let limits = rc.limits;
     let retries = env.liveness.retries;
