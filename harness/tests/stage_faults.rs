@@ -239,3 +239,80 @@ async fn trials_sharing_a_working_page_are_the_trials_each_fault_gets_alone() {
     assert_eq!(fired, 12, "every faulty trial fired, alone and sharing");
     h.shutdown().await;
 }
+
+/// What a trial stores and is scored on, apart from its timing, costs and the page
+/// clocks in its witness: the capture-timing fault's witness records when the hover,
+/// the capture and the tooltip happened, which differ from run to run.
+fn record_but_clocks(r: &TrialResult) -> String {
+    let mut r = r.clone();
+    let fired = r.witness.take().map(|w| w.fault);
+    format!("{}\nfired {fired:?}", record(&r))
+}
+
+/// The ledger's events as kinds, with the captures' ids and the answer's capture.
+fn ledger_shape(r: &TrialResult) -> Vec<String> {
+    r.ledger
+        .events
+        .iter()
+        .map(|e| match e.kind.as_str() {
+            "capture" => format!("capture {}", e.data["id"]),
+            "answer" => format!(
+                "answer {} at capture {}",
+                e.data["value"], e.data["capture"]
+            ),
+            k => k.to_string(),
+        })
+        .collect()
+}
+
+/// The detection phase runs a chart decision's working trial and its trial whose fault
+/// acts only on the capture's timing on one page: the page captures early for the
+/// rider, its ledger is judged there, then the working trial settles and captures. Each
+/// must be the trial it is alone: the same record, verdicts and truth, the rider's
+/// ledger the same events as alone, and the rider's fault fired on every layout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capture_timing_trial_on_the_working_page_is_the_trial_it_is_alone() {
+    let h = common::harness().await;
+    let set = embedded_default().unwrap();
+    let fault = Fault::CaptureBeforeTooltip;
+    assert!(fault.acts_only_on_capture_timing());
+    for index in [0, 1, 2, 3] {
+        let d = set.find(TaskKind::Chart, DEFAULT_ROOT_SEED, index).unwrap();
+        let plan = Some(FaultPlan::new(fault, 3));
+        let alone = [
+            run_trial(&h.env, d, None).await.unwrap(),
+            run_trial(&h.env, d, plan).await.unwrap(),
+        ];
+        let shared = run_trials(&h.env, d, None, &[plan]).await.unwrap();
+        assert_eq!(shared.len(), 2);
+        let what = format!("chart layout {index}");
+        for (r, a) in shared.iter().zip(&alone) {
+            assert_eq!(record_but_clocks(r), record_but_clocks(a), "{what}");
+        }
+        assert_eq!(ledger_shape(&shared[1]), ledger_shape(&alone[1]), "{what}");
+        // The working trial's ledger also holds the rider's capture: its answer is
+        // judged against its own, the page's last.
+        let working = ledger_shape(&shared[0]);
+        assert!(
+            working.last().unwrap().ends_with("at capture 2"),
+            "{what}: {working:?}"
+        );
+        assert!(alone[0].truth.achieved, "{what}: {}", alone[0].truth.detail);
+        assert!(
+            !shared[1].truth.achieved,
+            "{what}: {}",
+            shared[1].truth.detail
+        );
+        assert!(
+            shared[1].witness.is_some(),
+            "{what}: the rider's fault fired"
+        );
+        assert_ne!(shared[0].after_png, shared[1].after_png, "{what}");
+        assert!(!shared[0].costs.rows().is_empty(), "{what}");
+        assert!(
+            shared[1].costs.rows().is_empty(),
+            "{what}: the page is the leader's"
+        );
+    }
+    h.shutdown().await;
+}

@@ -77,6 +77,21 @@ impl LedgerKey {
         self.store.snapshot(&scope.0)
     }
 
+    /// A snapshot of the scope's ledger with one more harness note at its end that is not
+    /// recorded: the ledger a trial would leave had it ended here with that note (a
+    /// trial that rode on another's page and ended before it). The scope is unchanged.
+    pub fn read_with_note(&self, scope: &Scope, kind: &str, data: serde_json::Value) -> Ledger {
+        let mut ledger = self.store.snapshot(&scope.0);
+        ledger.events.push(LedgerEvent {
+            seq: ledger.events.len() as u64,
+            server_ms: self.store.now_ms(),
+            page_ms: None,
+            kind: kind.to_string(),
+            data,
+        });
+        ledger
+    }
+
     /// Opens the scope's ledger, before its page loads: from here until [`LedgerKey::take`]
     /// the scope records events. A page's events on a scope nobody opened, or after its
     /// ledger was taken, are refused and stored nowhere.

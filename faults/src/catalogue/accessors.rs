@@ -145,6 +145,23 @@ impl Fault {
         matches!(self, Fault::IframeNoChange | Fault::WrongFeedback)
     }
 
+    /// Whether the fault acts only on when the observation is captured: it skips the
+    /// settle after a hover (and leaves a witness), while every other hook leaves the
+    /// trial as the working trial has it and nothing is drawn from the seed. Up to the
+    /// hover the page does exactly what it does in the working trial of the same
+    /// decision, so the detection phase runs both on one page: the early capture is
+    /// taken for this trial, then the working trial's after its settle (a test in `plan`
+    /// checks every other hook of these faults).
+    pub fn acts_only_on_capture_timing(self) -> bool {
+        matches!(self, Fault::CaptureBeforeTooltip)
+    }
+
+    /// Whether a detection trial under the fault can ride on its working trial's page:
+    /// it acts only on the feedback or only on the capture's timing.
+    pub fn rides_on_working_page(self) -> bool {
+        self.acts_only_on_feedback() || self.acts_only_on_capture_timing()
+    }
+
     /// The reference stage fault a task's faulty trials use in the default experiment.
     pub fn reference_for(task: TaskKind) -> Option<Fault> {
         Fault::STAGE.into_iter().find(|f| f.applies_to(task))

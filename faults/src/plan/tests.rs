@@ -236,6 +236,19 @@ fn every_fault_that_holds_the_page_or_a_request_is_marked_as_waiting_out_a_deadl
 /// Whether every hook but feedback leaves a trial under `fault` as the working trial has
 /// it, for each of its tasks' first layouts and a few seeds and replies.
 fn inert_but_for_feedback(fault: Fault) -> bool {
+    inert_but_for(fault, Hook::Feedback)
+}
+
+/// The one hook a fault that rides on its working trial's page may act at.
+#[derive(Clone, Copy, PartialEq)]
+enum Hook {
+    Feedback,
+    HoverSettle,
+}
+
+/// Whether every hook but `allowed` leaves a trial under `fault` as the working trial
+/// has it, for each of its tasks' first layouts and a few seeds and replies.
+fn inert_but_for(fault: Fault, allowed: Hook) -> bool {
     let image = Size::new(900, 600);
     let replies = [
         "click(450, 300)",
@@ -253,7 +266,8 @@ fn inert_but_for_feedback(fault: Fault) -> bool {
             || plan.crashes_renderer()
             || plan.hangs_page()
             || plan.skips_waits()
-            || plan.skips_hover_settle()
+            || (allowed != Hook::HoverSettle && plan.skips_hover_settle())
+            || (allowed != Hook::Feedback && plan.needs_iframe_hit_test())
             || plan.misread(image, VIEWPORT).is_some();
         if flags {
             return false;
@@ -287,8 +301,61 @@ fn inert_but_for_feedback(fault: Fault) -> bool {
         if plan.on_execute(p, image, VIEWPORT) != (p.scale(image, VIEWPORT), None) {
             return false;
         }
+        if allowed != Hook::Feedback {
+            for (honest, nominal, into) in [
+                ("Clicked at (1, 2).", "Clicked at (1, 2).", true),
+                ("Error: timed out.", "Clicked at (1, 2).", false),
+            ] {
+                let ctx = FeedbackContext {
+                    honest,
+                    nominal,
+                    clicked_into_iframe: into,
+                    last_click: Some(Point::new(1.0, 2.0)),
+                };
+                if plan.on_feedback(&ctx) != (honest.to_string(), None) {
+                    return false;
+                }
+            }
+        }
+        if allowed != Hook::HoverSettle && plan.capture_witness(0.0, 10.0, None).is_some() {
+            return false;
+        }
     }
     true
+}
+
+/// The detection phase runs a trial whose fault acts only on the capture's timing on its
+/// working trial's page (`Fault::acts_only_on_capture_timing`): the early capture is its
+/// observation, the working trial's comes after the settle. Sound only while every other
+/// hook of the fault leaves the trial alone: among the observe-stage faults, exactly the
+/// marked ones must be inert elsewhere.
+#[test]
+fn faults_marked_as_acting_only_on_capture_timing_leave_every_other_hook_alone() {
+    let mut marked = Vec::new();
+    for &fault in Fault::ALL {
+        if fault.acts_only_on_capture_timing() {
+            marked.push(fault);
+            assert_eq!(fault.stage(), crate::catalogue::Stage::Observe, "{fault}");
+            assert!(!fault.acts_only_on_feedback(), "{fault}");
+        }
+        if fault.stage() == crate::catalogue::Stage::Observe {
+            assert_eq!(
+                fault.acts_only_on_capture_timing(),
+                inert_but_for(fault, Hook::HoverSettle),
+                "{fault}: marked as acting only on capture timing iff every other hook is inert"
+            );
+        }
+        assert_eq!(
+            fault.rides_on_working_page(),
+            fault.acts_only_on_feedback() || fault.acts_only_on_capture_timing()
+        );
+    }
+    assert_eq!(marked, vec![Fault::CaptureBeforeTooltip]);
+    // A fault that skips every wait acts on the actions' timing too: it cannot ride.
+    assert!(!inert_but_for(
+        Fault::CaptureBeforeSettled,
+        Hook::HoverSettle
+    ));
 }
 
 /// The detection phase runs a trial whose fault acts only on the feedback on its working

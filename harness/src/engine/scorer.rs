@@ -51,7 +51,33 @@ impl Scorer {
     /// ledger the server had to cut short (past its limits, it refused events) has no
     /// truth to judge: that is an infrastructure failure, retried, never an outcome.
     pub fn score(&self, scope: &Scope, layout: &Layout) -> Result<(Ledger, Truth)> {
-        let ledger = self.key.take(scope);
+        Self::judged(self.key.take(scope), layout)
+    }
+
+    /// The ledger and truth of a trial that ends here on the scope's page while the
+    /// page goes on serving another (a trial riding on its capture timing): the
+    /// scope's ledger as it stands with the trial's answer at its end, judged against
+    /// capture `capture`, as [`Scorer::note_answer`] and [`Scorer::score`] would have
+    /// left and judged it. The scope stays open and records nothing of this.
+    pub fn score_ended_here(
+        &self,
+        scope: &Scope,
+        layout: &Layout,
+        answer: Option<&str>,
+        capture: u64,
+    ) -> Result<(Ledger, Truth)> {
+        let ledger = match answer {
+            Some(value) => self.key.read_with_note(
+                scope,
+                "answer",
+                serde_json::json!({ "value": value, "capture": capture }),
+            ),
+            None => self.key.read(scope),
+        };
+        Self::judged(ledger, layout)
+    }
+
+    fn judged(ledger: Ledger, layout: &Layout) -> Result<(Ledger, Truth)> {
         if let Some(overflow) = ledger.overflow() {
             return Err(anyhow!(InfraFailure::new(
                 InfraKind::Harness,

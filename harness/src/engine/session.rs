@@ -162,6 +162,26 @@ impl<'e> Session<'e> {
         Ok(())
     }
 
+    /// The ledger and truth of a trial that ends here while the page goes on serving the
+    /// session's own (a rider on its capture timing): the page's events flushed and the
+    /// captures so far noted, as [`Session::record`] does, then the ledger as it stands
+    /// with `answer` judged against capture `capture`. Nothing but the captures is
+    /// recorded in the scope.
+    pub async fn score_ended_here(
+        &mut self,
+        answer: Option<&str>,
+        capture: u64,
+    ) -> Result<(Ledger, Truth)> {
+        self.record(None).await?;
+        let span = Span::start(Stage::Scoring);
+        let scored =
+            self.engine
+                .scorer
+                .score_ended_here(&self.scope, &self.layout, answer, capture);
+        span.end(self.costs());
+        scored
+    }
+
     /// Judges the ledger as it stands (leaving it in place) and returns the events
     /// recorded since the last peek.
     pub fn peek(&mut self) -> (Truth, Vec<LedgerEvent>) {

@@ -1,11 +1,14 @@
 //! One detection trial: replay a recorded decision on a fresh page, with or without its
 //! fault, let every policy judge the same record, then score against the ledger. Trials
-//! of one decision that can differ only in the tool's message (the working trial and
-//! those whose fault acts only on the feedback) run on one page ([`run_trials`]).
+//! of one decision that can differ only in the tool's message or in when the observation
+//! is captured (the working trial, those whose fault acts only on the feedback, and one
+//! whose fault acts only on the capture's timing) run on one page ([`run_trials`]).
 //!
 //! The order matters for the information barrier: policies judge first, from the
 //! evidence only; the ledger is read afterwards, by the [`crate::engine::Scorer`] (through
-//! the [`Session`]), which alone holds the ledger key.
+//! the [`Session`]), which alone holds the ledger key. A capture-timing rider's ledger is
+//! the one exception to that order: its trial ends at its early capture, so its ledger is
+//! judged there, before any policy judges; it is kept apart and reaches no evidence.
 
 use crate::engine::cost::{Span, Stage, StageCosts};
 use crate::engine::roundtrip::ReplyError;
@@ -13,7 +16,7 @@ use crate::engine::session::{Finished, Session};
 use crate::engine::Engine;
 use anyhow::{Context, Result};
 use faultline_faults::{FaultPlan, Witness};
-use faultline_policies::{Evidence, Observation, PolicyOutcome};
+use faultline_policies::{Evidence, Observation, PageState, PolicyOutcome};
 use faultline_sites::{Ledger, Truth};
 use faultline_tasks::{ActionFormat, Decision};
 use serde::Serialize;
@@ -67,8 +70,8 @@ impl TrialResult {
 
 #[derive(Serialize)]
 struct EvidenceRecord<'a> {
-    before_state: &'a faultline_policies::PageState,
-    after_state: &'a faultline_policies::PageState,
+    before_state: &'a PageState,
+    after_state: &'a PageState,
     before_text: &'a str,
 }
 
@@ -109,15 +112,25 @@ pub async fn run_trial(
 }
 
 /// Runs the trial of `decision` under `lead` and, on the same page, the trials under
-/// each of `followers`: faults that act only on the feedback
-/// ([`faultline_faults::Fault::acts_only_on_feedback`]) or none (the working trial).
-/// Nothing but the tool's message can differ between them, so the page is loaded,
-/// acted on and observed once; the message is told under each member's fault and every
-/// policy judges each member's record. The results come in order, the lead's first; the
-/// page's costs are the lead's, a follower's are none of its own (it rode on that page).
+/// each of `followers`, which ride on it:
+///
+/// - a fault that acts only on the feedback
+///   ([`faultline_faults::Fault::acts_only_on_feedback`]) or none (the working trial):
+///   nothing but the tool's message can differ, so the page is loaded, acted on and
+///   observed once and the message is told under each member's fault;
+/// - at most one fault that acts only on the capture's timing
+///   ([`faultline_faults::Fault::acts_only_on_capture_timing`]), under a lead that acts
+///   on the page as the working trial does: the page captures its early observation
+///   after the actions, and its ledger is judged there
+///   ([`Session::score_ended_here`]), before the lead's settle and capture.
+///
+/// Every policy judges each member's own record. The results come in order, the lead's
+/// first; the page's costs are the lead's, a follower's are none of its own (it rode on
+/// that page).
 ///
 /// # Panics
-/// When a follower's fault acts anywhere but on the feedback.
+/// When a follower's fault acts anywhere else, or a capture-timing follower's lead acts
+/// on the page.
 pub async fn run_trials(
     engine: &Engine,
     decision: &Decision,
@@ -126,11 +139,24 @@ pub async fn run_trials(
 ) -> Result<Vec<TrialResult>> {
     for f in followers.iter().flatten() {
         assert!(
-            f.fault.acts_only_on_feedback(),
-            "{} acts beyond the feedback: it cannot ride on another trial's page",
+            f.fault.rides_on_working_page(),
+            "{} acts beyond the feedback and the capture's timing: it cannot ride on another trial's page",
             f.id()
         );
     }
+    let early_riders: Vec<(usize, FaultPlan)> = followers
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            f.filter(|f| f.fault.acts_only_on_capture_timing())
+                .map(|f| (i, f))
+        })
+        .collect();
+    assert!(
+        early_riders.len() <= 1,
+        "one page captures early for one rider at most"
+    );
+    let early_rider = early_riders.first().copied();
     let started = Instant::now();
     let layout = decision.layout();
     let instruction = layout.instruction();
@@ -155,11 +181,36 @@ pub async fn run_trials(
         .observe_now()
         .await
         .context("observing before the action")?;
-    let step = match session
-        .rt()
-        .step(&reply, decision.format, Some(decision.space))
-        .await?
-    {
+    let stepped = match early_rider {
+        None => session
+            .rt()
+            .step(&reply, decision.format, Some(decision.space))
+            .await?
+            .map(|step| (step, None)),
+        Some((at, rider)) => match session
+            .rt()
+            .step_with_early_rider(&reply, decision.format, Some(decision.space), rider)
+            .await?
+        {
+            Err(parse_error) => Err(parse_error),
+            Ok((acted, early)) => {
+                // The rider's trial ends with its early observation: its ledger is
+                // judged now, before the lead's settle and capture.
+                let early = match early {
+                    Some(e) => {
+                        let (ledger, truth) = session
+                            .score_ended_here(acted.answer(), e.after_capture)
+                            .await?;
+                        let ended_ms = started.elapsed().as_secs_f64() * 1000.0;
+                        Some((at, e, ledger, truth, ended_ms))
+                    }
+                    None => None,
+                };
+                Ok((session.rt().finish_step(acted).await?, early))
+            }
+        },
+    };
+    let (step, early) = match stepped {
         Ok(s) => s,
         Err(parse_error) => {
             let finished = session.finish()?;
@@ -178,33 +229,36 @@ pub async fn run_trials(
         .collect();
     // Policies judge the stored records; none of them can see the ledger.
     let span = Span::start(Stage::Policies);
-    let judge = |tool_message: &str| {
+    let judge = |tool_message: &str, after: &Observation, after_state: &PageState| {
         let evidence = Evidence {
             instruction: &instruction,
             actions: &step.actions,
             tool_message,
             before: &before,
-            after: &step.after,
+            after,
             before_state: &before_state,
-            after_state: &step.after_state,
+            after_state,
         };
         crate::engine::judge::judge_all(&session.site(), &engine.policies, &evidence)
     };
-    let judgements = judge(&step.tool_message);
-    let followers_judged: Vec<_> = told.iter().map(|(m, _)| judge(m)).collect();
+    let judgements = judge(&step.tool_message, &step.after, &step.after_state);
+    let followers_judged: Vec<_> = told
+        .iter()
+        .enumerate()
+        .map(|(i, (m, _))| match &early {
+            Some((at, e, ..)) if *at == i => judge(&e.tool_message, &e.after, &e.after_state),
+            _ => judge(m, &step.after, &step.after_state),
+        })
+        .collect();
     span.end(session.costs());
-    // Only now is the ledger read, after the harness adds what it witnessed itself.
+    // Only now is the lead's ledger read, after the harness adds what it witnessed itself.
     session.record(step.answer.as_deref()).await?;
     let finished = session.finish()?;
     let witness = reply_witness.or(step.witness).or(finished.site_witness);
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "scored");
     let lead = TrialResult {
         executed_json: serde_json::to_string(&step.executed)?,
-        evidence_json: serde_json::to_string(&EvidenceRecord {
-            before_state: &before_state,
-            after_state: &step.after_state,
-            before_text: &before.text,
-        })?,
+        evidence_json: evidence_json(&before_state, &step.after_state, &before.text)?,
         actions: step.actions,
         tool_message: step.tool_message,
         observation_text: step.after.text,
@@ -218,17 +272,48 @@ pub async fn run_trials(
         parse_error: None,
         costs: finished.costs,
     };
+    let mut early = early;
     let riders = told
         .into_iter()
         .zip(followers_judged)
-        .map(|((tool_message, witness), judgements)| TrialResult {
-            tool_message,
-            witness,
-            judgements,
-            ..lead.rider()
+        .enumerate()
+        .map(|(i, ((tool_message, witness), judgements))| {
+            Ok(match early.take_if(|(at, ..)| *at == i) {
+                Some((_, e, ledger, truth, ended_ms)) => TrialResult {
+                    evidence_json: evidence_json(&before_state, &e.after_state, &before.text)?,
+                    tool_message: e.tool_message,
+                    observation_text: e.after.text,
+                    after_png: e.after.png,
+                    witness: e.witness,
+                    judgements,
+                    ledger,
+                    truth,
+                    duration_ms: ended_ms,
+                    ..lead.rider()
+                },
+                None => TrialResult {
+                    tool_message,
+                    witness,
+                    judgements,
+                    ..lead.rider()
+                },
+            })
         })
-        .collect();
+        .collect::<Result<Vec<_>>>()?;
     Ok(with_riders(lead, riders))
+}
+
+/// The page states and text the policies judged, as stored with a trial (JSON).
+fn evidence_json(
+    before_state: &PageState,
+    after_state: &PageState,
+    before_text: &str,
+) -> Result<String> {
+    Ok(serde_json::to_string(&EvidenceRecord {
+        before_state,
+        after_state,
+        before_text,
+    })?)
 }
 
 /// The lead's result first, then its riders'.

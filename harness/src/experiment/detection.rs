@@ -3,7 +3,7 @@
 //! stored trial. Its trials are planned in [`super::items`] and stored by
 //! [`super::store`].
 
-use super::items::feedback_groups;
+use super::items::working_page_groups;
 use super::phase::{long_items_early, pending, run_phase, PhaseSummary};
 use super::retry::{failures_for, with_retries, Attempted};
 use super::{store, RunRequest};
@@ -34,7 +34,7 @@ pub async fn run(
     let (total, skipped, todo) = pending(specs, |s| &s.key, &finished, req.max_trials);
     // One item per page: a decision's working trial with its trials whose fault acts
     // only on the feedback; the phase counts trials.
-    let todo = long_items_early(feedback_groups(todo), |g| {
+    let todo = long_items_early(working_page_groups(todo), |g| {
         g[0].fault.is_some_and(Fault::waits_out_a_deadline)
     });
     let retries = env.liveness.retries;
@@ -81,7 +81,7 @@ pub async fn run(
     Ok(summary)
 }
 
-/// Runs a group of trials on one page (see [`feedback_groups`]), its first trial's fault
+/// Runs a group of trials on one page (see [`working_page_groups`]), its first trial's fault
 /// armed. A browser, renderer or page failure is retried on a fresh page (and a new
 /// browser when it died), a bounded number of times; the failed attempts and their cost
 /// belong to the first trial, whose page it was, and a page that failed for good fails

@@ -53,11 +53,11 @@ impl TrialSpec {
     }
 
     /// The page this trial may share with others, named for its decision: the working
-    /// trial's and a trial whose fault acts only on the feedback ([`feedback_groups`]).
-    /// `None` when it needs a page of its own.
+    /// trial's and a trial whose fault rides on it ([`Fault::rides_on_working_page`],
+    /// [`working_page_groups`]). `None` when it needs a page of its own.
     pub(super) fn shared_page(&self) -> Option<String> {
         self.fault
-            .is_none_or(Fault::acts_only_on_feedback)
+            .is_none_or(Fault::rides_on_working_page)
             .then(|| {
                 format!(
                     "page:detection/{}/{:03}",
@@ -274,13 +274,17 @@ pub fn episodes(
 }
 
 /// The trials grouped by page: a decision's working trial and its faulty trials whose
-/// fault acts only on the feedback (nothing but the tool's message can differ between
-/// them) share one, led by the working trial when it is among `trials`
-/// ([`crate::engine::trial::run_trials`]); any other trial is a group of its own.
-/// Groups keep their first trial's order. Only pending trials are grouped, so a resumed
-/// run runs whatever part of a group it still owes, on a page of its own (a shard gets
-/// whole groups: [`shard_of_items`]).
-pub(super) fn feedback_groups(trials: Vec<TrialSpec>) -> Vec<Vec<TrialSpec>> {
+/// fault rides on it ([`Fault::rides_on_working_page`]: only the tool's message, or only
+/// when the observation is captured, can differ between them) share one
+/// ([`crate::engine::trial::run_trials`]); any other trial is a group of its own. The
+/// lead is the working trial when it is among `trials`, else a trial that acts on the
+/// page as the working trial does (a feedback fault): a trial whose fault acts on the
+/// capture's timing never leads another, and a page captures early for one such trial
+/// at most. Groups keep their first trial's order. Only pending trials are grouped, so a
+/// resumed run runs whatever part of a group it still owes (a shard gets whole groups:
+/// [`shard_of_items`]).
+pub(super) fn working_page_groups(trials: Vec<TrialSpec>) -> Vec<Vec<TrialSpec>> {
+    let early = |t: &TrialSpec| t.fault.is_some_and(Fault::acts_only_on_capture_timing);
     let mut groups: Vec<Vec<TrialSpec>> = Vec::new();
     let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for t in trials {
@@ -289,7 +293,8 @@ pub(super) fn feedback_groups(trials: Vec<TrialSpec>) -> Vec<Vec<TrialSpec>> {
             continue;
         };
         match at.get(&page) {
-            Some(&g) if t.fault.is_none() => groups[g].insert(0, t),
+            Some(&g) if early(&t) && groups[g].iter().any(early) => groups.push(vec![t]),
+            Some(&g) if t.fault.is_none() || early(&groups[g][0]) => groups[g].insert(0, t),
             Some(&g) => groups[g].push(t),
             None => {
                 at.insert(page, groups.len());
@@ -500,7 +505,7 @@ mod tests {
             assert_eq!(of.len(), trials.len() + planned.len(), "every item once");
             let shards =
                 |keys: Vec<&str>| -> BTreeSet<u32> { keys.iter().map(|k| of[*k]).collect() };
-            let detection = feedback_groups(trials.clone());
+            let detection = working_page_groups(trials.clone());
             let recovery = page_groups(episodes(&c, &decisions, &agents, &asked));
             assert!(detection.iter().any(|g| g.len() > 1) && recovery.iter().any(|g| g.len() > 1));
             for g in &detection {
@@ -543,13 +548,14 @@ mod tests {
         }
     }
 
-    /// Grid and frame with every fault of theirs: the pages the detection phase needs
-    /// are one per trial, but one per decision for the working trial and the trials whose
-    /// fault acts only on the feedback; a resumed run groups only what it still owes.
+    /// Grid, frame and chart with every fault of theirs: the pages the detection phase
+    /// needs are one per trial, but one per decision for the working trial and the
+    /// trials whose fault rides on it (on the feedback, on the capture's timing); a
+    /// resumed run groups only what it still owes, never led by a capture-timing trial.
     #[test]
-    fn trials_share_a_page_only_with_their_decisions_working_trial_and_feedback_faults() {
+    fn trials_share_a_page_only_with_their_decisions_working_trial_and_riding_faults() {
         let mut c = config();
-        c.tasks = vec![TaskKind::Grid, TaskKind::Frame];
+        c.tasks = vec![TaskKind::Grid, TaskKind::Frame, TaskKind::Chart];
         c.layouts = 3;
         c.faults = Fault::ALL
             .iter()
@@ -563,14 +569,15 @@ mod tests {
             k.sort();
             k
         };
-        let groups = feedback_groups(specs(&c, &decisions));
+        let groups = working_page_groups(specs(&c, &decisions));
         let mut every: Vec<String> = all.iter().map(|t| t.key.clone()).collect();
         every.sort();
         assert_eq!(keys(&groups), every, "every trial once");
         let shared: Vec<&Vec<TrialSpec>> = groups.iter().filter(|g| g.len() > 1).collect();
         // Per layout: the grid's working trial with wrong_feedback, the frame's with
-        // iframe_no_change.
-        assert_eq!(shared.len(), 2 * 3);
+        // iframe_no_change, the chart's with capture_before_tooltip.
+        assert_eq!(shared.len(), 3 * 3);
+        let mut riders = std::collections::BTreeSet::new();
         for g in &shared {
             assert_eq!(g.len(), 2);
             assert!(
@@ -578,21 +585,70 @@ mod tests {
                 "the working trial leads: {}",
                 g[1].key
             );
-            assert!(g[1].fault.is_some_and(Fault::acts_only_on_feedback));
+            let rider = g[1].fault.unwrap();
+            assert!(rider.rides_on_working_page());
+            riders.insert((g[1].decision.task, rider));
             assert_eq!(
                 (g[0].decision.task, g[0].decision.layout_index),
                 (g[1].decision.task, g[1].decision.layout_index)
             );
         }
-        assert_eq!(groups.len(), all.len() - 6);
-        // Resumed with the working trials stored: the feedback trials run alone.
+        assert_eq!(
+            riders.into_iter().collect::<Vec<_>>(),
+            vec![
+                (TaskKind::Grid, Fault::WrongFeedback),
+                (TaskKind::Frame, Fault::IframeNoChange),
+                (TaskKind::Chart, Fault::CaptureBeforeTooltip),
+            ]
+        );
+        assert_eq!(groups.len(), all.len() - 9);
+        // Resumed with the working trials stored: the riding trials run alone.
         let owed: Vec<TrialSpec> = specs(&c, &decisions)
             .into_iter()
             .filter(|t| t.fault.is_some())
             .collect();
         let n = owed.len();
-        let groups = feedback_groups(owed);
+        let groups = working_page_groups(owed);
         assert_eq!(groups.len(), n);
         assert!(groups.iter().all(|g| g.len() == 1));
+    }
+
+    /// A page captures early for one rider at most, and such a rider never leads: with
+    /// the working trial already stored, a feedback trial of the same decision leads the
+    /// capture-timing one (an invented decision that both faults apply to).
+    #[test]
+    fn a_capture_timing_trial_never_leads_and_one_page_captures_early_once() {
+        let mut c = config();
+        c.tasks = vec![TaskKind::Chart];
+        let decisions = faultline_tasks::decision::embedded_default().unwrap();
+        let working = specs(&c, &decisions)
+            .into_iter()
+            .find(|t| t.fault.is_none() && t.decision.task == TaskKind::Chart)
+            .unwrap();
+        let with = |fault: Fault, tag: &str| TrialSpec {
+            fault: Some(fault),
+            key: format!("{}/{tag}", working.key),
+            ..working.clone()
+        };
+        let owed = vec![
+            with(Fault::CaptureBeforeTooltip, "early"),
+            with(Fault::CaptureBeforeTooltip, "early-again"),
+            with(Fault::WrongFeedback, "feedback"),
+        ];
+        let groups = working_page_groups(owed.clone());
+        let led: Vec<Vec<&str>> = groups
+            .iter()
+            .map(|g| {
+                g.iter()
+                    .map(|t| t.key.rsplit('/').next().unwrap())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(led, vec![vec!["feedback", "early"], vec!["early-again"]]);
+        let mut all = owed;
+        all.push(working);
+        let groups = working_page_groups(all);
+        assert!(groups[0][0].fault.is_none(), "the working trial leads");
+        assert_eq!(groups[0].len(), 3);
     }
 }

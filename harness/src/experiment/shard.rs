@@ -8,7 +8,7 @@
 //! least expected cost so far (lowest index on ties) — greedy longest-processing-time
 //! balancing ([`assign`]). Episodes cost more than trials (their agent acts up to the
 //! budget), and chart items more than the others (the hover has to settle). Items that
-//! may share a page (a decision's working trial and its feedback-only trials; an item's
+//! may share a page (a decision's working trial and the trials that ride on it; an item's
 //! episodes under the different policies and deterministic agents) are assigned as one
 //! unit costing what they cost together, so a shard needs no more pages for them than
 //! an unsharded run does (`experiment::items`). The assignment depends only on the config, so a shard re-run (a replaced pod with the same

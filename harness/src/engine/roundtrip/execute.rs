@@ -263,14 +263,16 @@ impl RoundTrip {
         })
     }
 
-    /// A hover at `p`; under the capture-before-tooltip fault, the page holds its tooltip
-    /// until the harness has captured.
+    /// A hover at `p`; under the capture-before-tooltip fault (armed, or a rider's that
+    /// this page captures early for), the page holds its tooltip until the harness has
+    /// captured.
     async fn hover(&mut self, x: &mut Execution, p: Point) -> Result<(String, String)> {
         x.last_pointer_into_iframe = false;
         let early = self
             .fault
             .as_ref()
-            .is_some_and(FaultPlan::skips_hover_settle);
+            .is_some_and(FaultPlan::skips_hover_settle)
+            || self.early_rider.is_some();
         if early && !x.holds_tooltip {
             // The capture comes strictly before the tooltip: the page holds
             // its tooltip until the harness has captured (released in the

@@ -20,6 +20,7 @@ pub mod parse;
 
 pub use execute::Executed;
 pub use feedback::Feedback;
+pub use observe::EarlyObservation;
 pub use parse::{parse_stage, ReplyError, SPECIAL_TOKENS};
 // The timing settings live in their own module (the browser reads them too); kept
 // reachable here for the paths that name them through the round trip.
@@ -101,6 +102,9 @@ pub struct RoundTrip {
     site_busy: Option<SiteProbe>,
     /// The fault armed on the page's DevTools session, when it is on the protocol.
     protocol: Option<ArmedPage>,
+    /// A rider whose fault acts only on the capture's timing, which this page captures
+    /// early for ([`RoundTrip::step_with_early_rider`]).
+    early_rider: Option<FaultPlan>,
 }
 
 /// Asks the fixture server whether it still owes the page a response.
@@ -128,6 +132,7 @@ impl RoundTrip {
             hit_test_clicks: fault.is_some_and(|f| f.needs_iframe_hit_test()),
             site_busy: None,
             protocol: None,
+            early_rider: None,
         }
     }
 
@@ -340,12 +345,74 @@ impl RoundTrip {
         }
     }
 
+    /// Runs one reply like [`RoundTrip::step`] on a page that also serves `rider`, a
+    /// trial of the same decision whose fault acts only on the capture's timing
+    /// ([`faultline_faults::Fault::acts_only_on_capture_timing`]): after the actions,
+    /// the rider's observation is captured as the rider's fault alone would capture it
+    /// (the page holding its tooltip until then, as under that fault), and the step
+    /// stops there; [`RoundTrip::finish_step`] then observes for the armed trial, its
+    /// settle counted from the end of the actions. No early observation when the reply
+    /// did not hover: the rider's fault had nothing to act on, and its observation is
+    /// the armed trial's.
+    ///
+    /// The armed fault must act on the page no differently from the working trial (none,
+    /// or one that acts only on the feedback): the page is the armed trial's until the
+    /// early capture and the rider's after it.
+    pub async fn step_with_early_rider(
+        &mut self,
+        reply: &str,
+        format: ActionFormat,
+        space: Option<CoordinateSpace>,
+        rider: FaultPlan,
+    ) -> Result<Result<(Acted, Option<EarlyObservation>), ReplyError>> {
+        assert!(
+            self.fault.is_none_or(|f| f.fault.acts_only_on_feedback()),
+            "a page that captures early for a rider must act as the working trial's does"
+        );
+        let (converted, parse_witness) = match self.parse(reply, format) {
+            Ok(v) => v,
+            Err(e) => return Ok(Err(e)),
+        };
+        let space = space.unwrap_or(converted.space);
+        self.early_rider = Some(rider);
+        let mut acted = self
+            .act_only(converted.actions, space, parse_witness)
+            .await?;
+        let early = if acted.execution.hovered {
+            Some(
+                self.observe_early(&rider, &acted.actions, &mut acted.execution)
+                    .await?,
+            )
+        } else {
+            None
+        };
+        Ok(Ok((acted, early)))
+    }
+
+    /// Ends a step begun by [`RoundTrip::step_with_early_rider`]: the armed trial's
+    /// settle, feedback and observation.
+    pub async fn finish_step(&mut self, acted: Acted) -> Result<StepOutcome> {
+        self.observe_acted(acted).await
+    }
+
     async fn act_on_page(
         &mut self,
         actions: Vec<Action>,
         space: CoordinateSpace,
         parse_witness: Option<Witness>,
     ) -> Result<StepOutcome> {
+        let acted = self.act_only(actions, space, parse_witness).await?;
+        self.observe_acted(acted).await
+    }
+
+    /// The execute stage and what follows it before the settle: the environment's
+    /// change before the first action, the actions, the renderer-crash fault.
+    async fn act_only(
+        &mut self,
+        actions: Vec<Action>,
+        space: CoordinateSpace,
+        parse_witness: Option<Witness>,
+    ) -> Result<Acted> {
         let mut witness = parse_witness;
         let span = Span::start(Stage::Actions);
         if !self.before_act_done {
@@ -372,8 +439,24 @@ impl RoundTrip {
             witness =
                 witness.or(fault.skipped_waits_witness(&execution.skipped_waits, settle_skipped));
         }
+        Ok(Acted {
+            actions,
+            execution,
+            witness,
+            at: tokio::time::Instant::now(),
+        })
+    }
+
+    /// The settle, feedback and observe stages after [`RoundTrip::act_only`].
+    async fn observe_acted(&mut self, acted: Acted) -> Result<StepOutcome> {
+        let Acted {
+            actions,
+            execution,
+            mut witness,
+            at,
+        } = acted;
         let span = Span::start(Stage::Settle);
-        let load_error = self.settle(&actions, &execution).await?;
+        let load_error = self.settle(&actions, &execution, at).await?;
         span.end(&mut self.page.costs);
         let feedback = Feedback::of(&actions, &execution, load_error.as_deref());
         let (tool_message, feedback_witness) = feedback.report(self.fault.as_ref());
@@ -403,6 +486,23 @@ impl RoundTrip {
             stop: execution.stop,
             witness,
         })
+    }
+}
+
+/// A step's actions done, its observation still to come (see
+/// [`RoundTrip::step_with_early_rider`]).
+pub struct Acted {
+    actions: Vec<Action>,
+    execution: execute::Execution,
+    witness: Option<Witness>,
+    /// When the actions ended: the settle runs from here.
+    at: tokio::time::Instant,
+}
+
+impl Acted {
+    /// The answer the step gave, if any.
+    pub fn answer(&self) -> Option<&str> {
+        self.execution.answer.as_deref()
     }
 }
 
