@@ -9,7 +9,7 @@ use chromiumoxide::cdp::browser_protocol::page::{
     CaptureScreenshotFormat, CaptureScreenshotParams, Viewport,
 };
 use chromiumoxide::cdp::js_protocol::runtime::ExecutionContextId;
-use faultline_policies::{Control, FrameSnapshot, PageState, ScrollOffset};
+use faultline_policies::{Control, FrameSnapshot, Observation, PageState, ScrollOffset};
 use faultline_tasks::Size;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -30,6 +30,19 @@ pub struct Capture {
     pub begin_ms: f64,
     /// The page clock at the DOM read just after the screenshot, in milliseconds.
     pub end_ms: f64,
+}
+
+impl Capture {
+    /// What an agent and a policy are shown (the screenshot and the text), and the page
+    /// state read with it.
+    pub fn into_observation(self) -> (Observation, PageState) {
+        let observation = Observation {
+            png: self.png,
+            size: self.size,
+            text: self.text,
+        };
+        (observation, self.state)
+    }
 }
 
 /// One evaluation's answer: the frames it read (the one it ran in first) and the iframes

@@ -214,15 +214,7 @@ impl RoundTrip {
 
     /// Captures an observation without acting (the "before" picture).
     pub async fn observe_now(&mut self) -> Result<(Observation, PageState)> {
-        let c = self.capture().await?;
-        Ok((
-            Observation {
-                png: c.png,
-                size: c.size,
-                text: c.text,
-            },
-            c.state,
-        ))
+        Ok(self.capture().await?.into_observation())
     }
 
     /// The id of the newest capture, if any.
@@ -470,18 +462,16 @@ impl RoundTrip {
             .capture_witness(execution.hover_clock, &capture)
             .await?);
         span.end(&mut self.page.costs);
+        let after_capture = capture.id;
+        let (after, after_state) = capture.into_observation();
         Ok(StepOutcome {
             actions,
             executed: execution.executed,
             tool_message,
             feedback,
-            after: Observation {
-                png: capture.png,
-                size: capture.size,
-                text: capture.text,
-            },
-            after_state: capture.state,
-            after_capture: capture.id,
+            after,
+            after_state,
+            after_capture,
             answer: execution.answer,
             stop: execution.stop,
             witness,

@@ -141,15 +141,13 @@ impl RoundTrip {
             }
         };
         span.end(&mut self.page.costs);
+        let after_capture = capture.id;
+        let (after, after_state) = capture.into_observation();
         Ok(EarlyObservation {
             tool_message,
-            after: Observation {
-                png: capture.png,
-                size: capture.size,
-                text: capture.text,
-            },
-            after_state: capture.state,
-            after_capture: capture.id,
+            after,
+            after_state,
+            after_capture,
             witness,
         })
     }
