@@ -82,13 +82,8 @@ impl LedgerKey {
     /// trial that rode on another's page and ended before it). The scope is unchanged.
     pub fn read_with_note(&self, scope: &Scope, kind: &str, data: serde_json::Value) -> Ledger {
         let mut ledger = self.store.snapshot(&scope.0);
-        ledger.events.push(LedgerEvent {
-            seq: ledger.events.len() as u64,
-            server_ms: self.store.now_ms(),
-            page_ms: None,
-            kind: kind.to_string(),
-            data,
-        });
+        let note = self.store.harness_event(ledger.events.len(), kind, data);
+        ledger.events.push(note);
         ledger
     }
 
@@ -349,8 +344,18 @@ impl LedgerStore {
     /// Records an event the harness witnessed, on an open scope, whatever the limits: the
     /// harness notes a bounded number of them (captures, the answer), and a page's flood
     /// must not cost scoring the agent's answer. Returns whether the scope was open.
+    /// An event the harness witnessed itself, arriving now as the scope's `seq`th.
+    fn harness_event(&self, seq: usize, kind: &str, data: serde_json::Value) -> LedgerEvent {
+        LedgerEvent {
+            seq: seq as u64,
+            server_ms: self.now_ms(),
+            page_ms: None,
+            kind: kind.to_string(),
+            data,
+        }
+    }
+
     fn note(&self, scope: &Scope, kind: &str, data: serde_json::Value) -> bool {
-        let server_ms = self.now_ms();
         let weight = crate::limits::event_weight(kind, &data);
         let mut guard = self.scopes.lock().expect("ledger lock");
         let scopes = &mut *guard;
@@ -359,13 +364,8 @@ impl LedgerStore {
         };
         ledger.bytes += weight;
         scopes.total_bytes += weight;
-        ledger.events.push(LedgerEvent {
-            seq: ledger.events.len() as u64,
-            server_ms,
-            page_ms: None,
-            kind: kind.to_string(),
-            data,
-        });
+        let note = self.harness_event(ledger.events.len(), kind, data);
+        ledger.events.push(note);
         true
     }
 

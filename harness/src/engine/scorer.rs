@@ -40,11 +40,7 @@ impl Scorer {
     /// against: the newest observation when the answer was given (for a reply that also
     /// acted, the observation that followed it).
     pub fn note_answer(&self, scope: &Scope, value: &str, capture: Option<u64>) {
-        self.key.note(
-            scope,
-            "answer",
-            serde_json::json!({ "value": value, "capture": capture }),
-        );
+        self.key.note(scope, "answer", answer_note(value, capture));
     }
 
     /// Takes the scope's ledger (closing the scope) and judges it against the layout. A
@@ -67,11 +63,10 @@ impl Scorer {
         capture: u64,
     ) -> Result<(Ledger, Truth)> {
         let ledger = match answer {
-            Some(value) => self.key.read_with_note(
-                scope,
-                "answer",
-                serde_json::json!({ "value": value, "capture": capture }),
-            ),
+            Some(value) => {
+                self.key
+                    .read_with_note(scope, "answer", answer_note(value, Some(capture)))
+            }
             None => self.key.read(scope),
         };
         Self::judged(ledger, layout)
@@ -98,6 +93,12 @@ impl Scorer {
         let truth = faultline_sites::judge(layout, &ledger);
         (ledger, truth)
     }
+}
+
+/// The `answer` event's fields, as the chart's validator reads them: the value and the
+/// capture it is judged against.
+fn answer_note(value: &str, capture: Option<u64>) -> serde_json::Value {
+    serde_json::json!({ "value": value, "capture": capture })
 }
 
 #[cfg(test)]
