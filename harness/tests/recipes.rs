@@ -405,11 +405,45 @@ fn stored_trials(db: &Path) -> i64 {
         .unwrap_or(0)
 }
 
-/// SIGKILLs the shell and its faultline child (what losing a pod does); faultline's
-/// Chromium dies with its parent.
+/// SIGKILLs the shell and its faultline child (what losing a pod does) and returns once
+/// they have ended; faultline's Chromium dies with its parent.
+///
+/// `pkill` returns when the signal is sent, not when the process is gone, and a killed
+/// faultline is not this test's child, so nothing reaps it for us. Until its last thread
+/// has exited it still holds the run directory's lock, and a replacement started in that
+/// window is refused as a second writer: the race that once failed this test on a loaded
+/// machine. Waiting for every thread to be dead or a zombie closes it, since the kernel
+/// closes a process's files before it becomes a zombie.
 fn kill_tree(child: &mut std::process::Child) {
     let pid = child.id().to_string();
+    let children = Command::new("pgrep").args(["-P", &pid]).output().unwrap();
+    let children: Vec<String> = String::from_utf8_lossy(&children.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
     let _ = Command::new("pkill").args(["-KILL", "-P", &pid]).status();
     let _ = child.kill();
     let _ = child.wait();
+    let started = std::time::Instant::now();
+    while !children.iter().all(|pid| ended(pid)) {
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "killed processes {children:?} still running after 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Whether every thread of process `pid` has exited (gone, or a zombie awaiting reaping).
+fn ended(pid: &str) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return true;
+    };
+    tasks.flatten().all(|task| {
+        std::fs::read_to_string(task.path().join("stat")).map_or(true, |stat| {
+            // The state follows the parenthesised command name, which may hold spaces.
+            let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+            matches!(state, None | Some(Some('Z' | 'X')) | Some(None))
+        })
+    })
 }
