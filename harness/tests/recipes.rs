@@ -435,6 +435,8 @@ fn kill_tree(child: &mut std::process::Child) {
 }
 
 /// Whether every thread of process `pid` has exited (gone, or a zombie awaiting reaping).
+/// Every thread, not only the leader: a leader that exited first shows as a zombie while
+/// the other threads still run and hold the process's files.
 fn ended(pid: &str) -> bool {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return true;
@@ -442,8 +444,10 @@ fn ended(pid: &str) -> bool {
     tasks.flatten().all(|task| {
         std::fs::read_to_string(task.path().join("stat")).map_or(true, |stat| {
             // The state follows the parenthesised command name, which may hold spaces.
-            let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
-            matches!(state, None | Some(Some('Z' | 'X')) | Some(None))
+            let state = stat
+                .rsplit_once(") ")
+                .and_then(|(_, rest)| rest.chars().next());
+            matches!(state, None | Some('Z' | 'X'))
         })
     })
 }

@@ -82,8 +82,7 @@ impl LedgerKey {
     /// trial that rode on another's page and ended before it). The scope is unchanged.
     pub fn read_with_note(&self, scope: &Scope, kind: &str, data: serde_json::Value) -> Ledger {
         let mut ledger = self.store.snapshot(&scope.0);
-        let note = self.store.harness_event(ledger.events.len(), kind, data);
-        ledger.events.push(note);
+        push_event(&mut ledger.events, self.store.now_ms(), None, kind, data);
         ledger
     }
 
@@ -197,6 +196,23 @@ impl Refused {
     }
 }
 
+/// Appends an event as the next in arrival order: its `seq` is its place in `events`.
+fn push_event(
+    events: &mut Vec<LedgerEvent>,
+    server_ms: f64,
+    page_ms: Option<f64>,
+    kind: &str,
+    data: serde_json::Value,
+) {
+    events.push(LedgerEvent {
+        seq: events.len() as u64,
+        server_ms,
+        page_ms,
+        kind: kind.to_string(),
+        data,
+    });
+}
+
 /// One open scope's events and what they weigh.
 #[derive(Default)]
 struct ScopeLedger {
@@ -294,13 +310,7 @@ impl LedgerStore {
         let Some(reason) = reason else {
             ledger.bytes += weight;
             scopes.total_bytes += weight;
-            ledger.events.push(LedgerEvent {
-                seq: ledger.events.len() as u64,
-                server_ms,
-                page_ms,
-                kind: kind.to_string(),
-                data,
-            });
+            push_event(&mut ledger.events, server_ms, page_ms, kind, data);
             return Ok(());
         };
         match ledger.overflow {
@@ -329,13 +339,7 @@ impl LedgerStore {
                 ledger.bytes += cost;
                 scopes.total_bytes += cost;
                 ledger.overflow = Some(ledger.events.len());
-                ledger.events.push(LedgerEvent {
-                    seq: ledger.events.len() as u64,
-                    server_ms,
-                    page_ms: None,
-                    kind: "ledger_overflow".to_string(),
-                    data,
-                });
+                push_event(&mut ledger.events, server_ms, None, "ledger_overflow", data);
             }
         }
         Err(Refused::Full)
@@ -344,18 +348,8 @@ impl LedgerStore {
     /// Records an event the harness witnessed, on an open scope, whatever the limits: the
     /// harness notes a bounded number of them (captures, the answer), and a page's flood
     /// must not cost scoring the agent's answer. Returns whether the scope was open.
-    /// An event the harness witnessed itself, arriving now as the scope's `seq`th.
-    fn harness_event(&self, seq: usize, kind: &str, data: serde_json::Value) -> LedgerEvent {
-        LedgerEvent {
-            seq: seq as u64,
-            server_ms: self.now_ms(),
-            page_ms: None,
-            kind: kind.to_string(),
-            data,
-        }
-    }
-
     fn note(&self, scope: &Scope, kind: &str, data: serde_json::Value) -> bool {
+        let server_ms = self.now_ms();
         let weight = crate::limits::event_weight(kind, &data);
         let mut guard = self.scopes.lock().expect("ledger lock");
         let scopes = &mut *guard;
@@ -364,8 +358,7 @@ impl LedgerStore {
         };
         ledger.bytes += weight;
         scopes.total_bytes += weight;
-        let note = self.harness_event(ledger.events.len(), kind, data);
-        ledger.events.push(note);
+        push_event(&mut ledger.events, server_ms, None, kind, data);
         true
     }
 
