@@ -10,42 +10,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn alive(pid: u32) -> bool {
-    // A zombie is dead for our purposes (it only waits for its parent to reap it).
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-            .unwrap_or(false),
-        Err(_) => false,
-    }
-}
+mod common;
+use common::processes::{self, alive};
 
-/// Live processes in process group `pgid` (the browser is started as a group leader,
+/// Running processes in process group `pgid` (the browser is started as a group leader,
 /// so this is it and everything it started that stayed in its group).
 fn group_members(pgid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // Fields after "comm)": state ppid pgrp ...
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string() {
-            out.push(pid);
-        }
-    }
-    out
+    processes::running()
+        .into_iter()
+        .filter(|(_, s)| s.pgrp == pgid)
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 /// Waits until `pid` and every process of its group are gone (a browser started through

@@ -7,6 +7,8 @@
 //! Needs python3 with Playwright (no browser download: the tests launch the system's
 //! headless shell themselves).
 
+mod common;
+
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::Browser;
 use faultline::engine::browser::{find_chromium, BrowserHandle};
@@ -86,9 +88,7 @@ async fn close(browser: BrowserHandle) {
     let pid = browser.pid().unwrap();
     browser.close().await;
     assert!(
-        !Path::new(&format!("/proc/{pid}")).exists()
-            || std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .is_ok_and(|s| s.contains(") Z ")),
+        !common::processes::alive(pid),
         "Chromium {pid} survived its close"
     );
 }

@@ -8,6 +8,7 @@
 //! only this process's, so another faultline run on the machine cannot fail them.
 
 mod common;
+use common::processes;
 
 use faultline::config::{self, ConfigText, Overrides};
 use faultline::engine::browser::{find_chromium, BrowserHandle};
@@ -42,60 +43,16 @@ agent = "scripted"
 /// Processes whose parent is this test process and whose command line names a
 /// faultline profile directory: the browsers this process started.
 fn our_browsers() -> Vec<u32> {
-    let me = std::process::id().to_string();
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.len() < 2 || fields[0] == "Z" || fields[1] != me {
-            continue;
-        }
-        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if String::from_utf8_lossy(&cmd).contains("faultline-chromium-") {
-            out.push(pid);
-        }
-    }
-    out
+    browsers_of(std::process::id())
 }
 
 /// Processes of process group `pgid` whose command line contains `needle`.
 fn group_processes(pgid: u32, needle: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string() {
-            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            if String::from_utf8_lossy(&cmd).contains(needle) {
-                out.push(pid);
-            }
-        }
-    }
-    out
+    processes::running()
+        .into_iter()
+        .filter(|(pid, s)| s.pgrp == pgid && processes::cmdline(*pid).contains(needle))
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 /// This process's profile directories in the temp dir (their names carry the owner's
@@ -375,10 +332,7 @@ impl UnrelatedBrowser {
     }
 
     fn alive(&self) -> bool {
-        std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).is_ok_and(|s| {
-            s.rsplit_once(')')
-                .is_some_and(|(_, r)| !r.trim_start().starts_with('Z'))
-        })
+        processes::alive(self.pid)
     }
 }
 
@@ -968,31 +922,13 @@ jobs = 2
 /// Processes whose parent is `parent` and whose command line names a faultline profile
 /// directory: the browsers a `faultline` process this test started runs.
 fn browsers_of(parent: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.len() < 2 || fields[0] == "Z" || fields[1] != parent.to_string() {
-            continue;
-        }
-        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if String::from_utf8_lossy(&cmd).contains("faultline-chromium-") {
-            out.push(pid);
-        }
-    }
-    out
+    processes::running()
+        .into_iter()
+        .filter(|(pid, s)| {
+            s.ppid == parent && processes::cmdline(*pid).contains("faultline-chromium-")
+        })
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 /// Regression (a browser death printed a line on stderr, but an `unresponsive` page,

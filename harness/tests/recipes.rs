@@ -12,7 +12,7 @@
 //! them only when all succeeded). The command lines themselves are the recipes'.
 
 mod common;
-use common::{copy_dir, tables};
+use common::{copy_dir, processes, tables};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -417,37 +417,19 @@ fn stored_trials(db: &Path) -> i64 {
 fn kill_tree(child: &mut std::process::Child) {
     let pid = child.id().to_string();
     let children = Command::new("pgrep").args(["-P", &pid]).output().unwrap();
-    let children: Vec<String> = String::from_utf8_lossy(&children.stdout)
+    let children: Vec<u32> = String::from_utf8_lossy(&children.stdout)
         .split_whitespace()
-        .map(str::to_string)
+        .map(|p| p.parse().unwrap())
         .collect();
     let _ = Command::new("pkill").args(["-KILL", "-P", &pid]).status();
     let _ = child.kill();
     let _ = child.wait();
     let started = std::time::Instant::now();
-    while !children.iter().all(|pid| ended(pid)) {
+    while !children.iter().all(|&pid| processes::ended(pid)) {
         assert!(
             started.elapsed().as_secs() < 60,
             "killed processes {children:?} still running after 60 s"
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-}
-
-/// Whether every thread of process `pid` has exited (gone, or a zombie awaiting reaping).
-/// Every thread, not only the leader: a leader that exited first shows as a zombie while
-/// the other threads still run and hold the process's files.
-fn ended(pid: &str) -> bool {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return true;
-    };
-    tasks.flatten().all(|task| {
-        std::fs::read_to_string(task.path().join("stat")).map_or(true, |stat| {
-            // The state follows the parenthesised command name, which may hold spaces.
-            let state = stat
-                .rsplit_once(") ")
-                .and_then(|(_, rest)| rest.chars().next());
-            matches!(state, None | Some('Z' | 'X'))
-        })
-    })
 }

@@ -191,3 +191,4 @@ pub fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 pub mod external;
+pub mod processes;
