@@ -151,3 +151,140 @@ async fn an_observation_reads_every_frame_of_either_origin() {
     browser.close().await;
     server.shutdown().await;
 }
+
+/// Counts the device-metrics overrides sent to the page.
+#[derive(Default)]
+struct Overrides(Mutex<usize>);
+
+impl Overrides {
+    fn take(&self) -> usize {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+impl Tamper for Overrides {
+    fn command(&self, _: Route<'_>, message: &mut Value) -> Step {
+        if message["method"] == "Emulation.setDeviceMetricsOverride" {
+            *self.0.lock().unwrap() += 1;
+        }
+        Step::Relay
+    }
+
+    fn message(&self, _: Route<'_>, _: &mut Value) -> Step {
+        Step::Relay
+    }
+}
+
+/// The red block's corners in CSS pixels, on a 1200 x 800 viewport.
+const BLOCK: (f64, f64, f64, f64) = (400.0, 400.0, 800.0, 600.0);
+
+fn rgb_at(png: &[u8], x: u32, y: u32) -> [u8; 3] {
+    let image = image::load_from_memory(png).unwrap().to_rgb8();
+    image.get_pixel(x, y).0
+}
+
+/// A page draws at its screenshots' scale from the first capture on (so that a capture
+/// changes no device metrics and costs one frame, not three), and the page cannot tell:
+/// its size, pixel ratio and zoom, where a click lands and which events it gets are those
+/// of its own viewport. Captures of an unchanged page are the same image, and a fault's
+/// viewport keeps the drawing scale.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn screenshots_draw_at_their_scale_without_the_page_seeing_it() {
+    let viewport = Size::new(1200, 800);
+    let image = Size::new(900, 600);
+    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
+    let sessions = Arc::new(SessionFaults::default());
+    let browser = BrowserHandle::launch_through(
+        &find_chromium(None).unwrap(),
+        Liveness::default(),
+        Some(sessions.clone()),
+    )
+    .await
+    .unwrap();
+    let pool = browser.page_pool(
+        viewport,
+        PoolSize::fixed(1),
+        faultline::engine::browser::SiteOrigins::of(&server),
+        Isolation::FreshContext,
+    );
+    let mut page = pool.take().await.unwrap();
+    let overrides = Arc::new(Overrides::default());
+    sessions.arm(page.session_id(), overrides.clone());
+    page.goto(&format!("{}/warm", server.base_url()))
+        .await
+        .unwrap();
+    let (left, top, right, bottom) = BLOCK;
+    page.eval(&format!(
+        r#"(() => {{
+          document.body.style.margin = '0';
+          const b = document.createElement('div');
+          b.id = 'block';
+          b.style.cssText = 'position:absolute;left:{left}px;top:{top}px;width:{w}px;height:{h}px;background:#ff0000';
+          document.body.appendChild(b);
+          window.seen = [];
+          for (const t of ['resize', 'click']) addEventListener(t, (e) => seen.push(t + ':' + (e.target.id || '')), true);
+          return true;
+        }})()"#,
+        w = right - left,
+        h = bottom - top,
+    ))
+    .await
+    .unwrap();
+    let metrics = "[innerWidth, innerHeight, devicePixelRatio, visualViewport.scale].join(' ')";
+    let before = page.eval(metrics).await.unwrap();
+    assert_eq!(before, "1200 800 1 1");
+
+    let first = page.capture(image).await.unwrap();
+    assert_eq!(
+        overrides.take(),
+        1,
+        "the first capture sets the drawing scale"
+    );
+    let second = page.capture(image).await.unwrap();
+    let third = page.capture(image).await.unwrap();
+    assert_eq!(
+        overrides.take(),
+        0,
+        "later captures change no device metrics"
+    );
+    assert_eq!(first.png, second.png, "an unchanged page, the same image");
+    assert_eq!(second.png, third.png, "an unchanged page, the same image");
+    // The image is the whole viewport scaled by 3/4: the block where it is drawn.
+    let size = image::load_from_memory(&first.png).unwrap();
+    assert_eq!((size.width(), size.height()), (900, 600));
+    assert_eq!(
+        rgb_at(&first.png, 450, 375),
+        [255, 0, 0],
+        "inside the block"
+    );
+    assert_eq!(rgb_at(&first.png, 295, 375), [255, 255, 255], "left of it");
+    assert_eq!(rgb_at(&first.png, 450, 455), [255, 255, 255], "below it");
+
+    // The page sees its own viewport: no resize, its metrics as before, and a click at a
+    // viewport point lands on what is there.
+    assert_eq!(page.eval(metrics).await.unwrap(), before);
+    page.click(faultline_tasks::Point::new(600.0, 500.0))
+        .await
+        .unwrap();
+    page.click(faultline_tasks::Point::new(300.0, 500.0))
+        .await
+        .unwrap();
+    assert_eq!(
+        page.eval("seen.join(',')").await.unwrap(),
+        "click:block,click:",
+        "no resize, and each click on what is under it"
+    );
+
+    // A fault's viewport: one override, which keeps the drawing scale.
+    page.emulate_viewport(Size::new(1000, 700)).await.unwrap();
+    assert_eq!(overrides.take(), 1);
+    assert_eq!(page.eval(metrics).await.unwrap(), "1000 700 1 1");
+    let moved = page.capture(image).await.unwrap();
+    assert_eq!(overrides.take(), 0, "the capture under it changes nothing");
+    assert_eq!(rgb_at(&moved.png, 450, 375), [255, 0, 0]);
+
+    page.close().await;
+    drop(pool);
+    browser.close().await;
+    server.shutdown().await;
+}

@@ -86,6 +86,8 @@ impl<'e> Session<'e> {
         }
         let waiting = Span::start(Stage::Setup);
         let mut page = engine.take_page().await?;
+        // Before the page loads, so that no capture of the session waits for it.
+        page.render_for_screenshots(image).await?;
         waiting.end(&mut page.costs);
         session.origin = page.origin().to_owned();
         let rt = session.rt.insert(

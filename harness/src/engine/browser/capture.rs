@@ -1,12 +1,12 @@
 //! Capturing an observation: a screenshot and every frame's DOM and text, bracketed by
 //! the page clock.
 
-use super::page::TrialPage;
+use super::page::{screenshot_clip, TrialPage};
 use crate::engine::cost::{Span, Stage};
 use crate::engine::liveness::InfraFailure;
 use anyhow::{anyhow, Context, Result};
 use chromiumoxide::cdp::browser_protocol::page::{
-    CaptureScreenshotFormat, CaptureScreenshotParams, Viewport,
+    CaptureScreenshotFormat, CaptureScreenshotParams,
 };
 use chromiumoxide::cdp::js_protocol::runtime::ExecutionContextId;
 use faultline_policies::{Control, FrameSnapshot, Observation, PageState, ScrollOffset};
@@ -218,17 +218,13 @@ impl TrialPage {
         let id = self.captures;
         self.captures += 1;
         let span = Span::start(Stage::Capture);
+        // Ahead of the session's navigation as a rule (see `Session::open`).
+        self.render_for_screenshots(image).await?;
         let begin_ms = self.page_now().await?;
         let params = CaptureScreenshotParams {
             format: Some(CaptureScreenshotFormat::Png),
             optimize_for_speed: Some(true),
-            clip: Some(Viewport {
-                x: 0.0,
-                y: 0.0,
-                width: f64::from(self.viewport.width),
-                height: f64::from(self.viewport.height),
-                scale: f64::from(image.width) / f64::from(self.viewport.width),
-            }),
+            clip: Some(screenshot_clip(self.viewport, image)),
             ..Default::default()
         };
         let shot = self.cdp("taking a screenshot", params).await?;

@@ -1,12 +1,11 @@
 //! Opening a trial page: its browser context, its target, the watcher of its renderer
 //! and its viewport.
 
-use super::page::TrialPage;
+use super::page::{Emulation, TrialPage};
 use super::pool::SiteOrigins;
 use crate::engine::cost::{Span, Stage, StageCosts};
 use crate::engine::liveness::{guard, Liveness, Vital, VitalSender};
 use anyhow::{anyhow, Result};
-use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
 use chromiumoxide::cdp::browser_protocol::inspector;
 use chromiumoxide::cdp::browser_protocol::target::{
     CreateBrowserContextParams, CreateTargetParams, EventTargetCrashed, EventTargetDestroyed,
@@ -65,17 +64,18 @@ pub(super) async fn open_trial_page(
         origin: origins.first().to_owned(),
         frozen: false,
         first_document_script: std::sync::Mutex::new(None),
-        viewport_moved: std::sync::atomic::AtomicBool::new(false),
+        emulation: std::sync::Mutex::new(Emulation {
+            size: viewport,
+            shot: None,
+        }),
     };
     trial
-        .cdp(
+        .emulate(
             "setting the viewport",
-            SetDeviceMetricsOverrideParams::new(
-                i64::from(viewport.width),
-                i64::from(viewport.height),
-                1.0,
-                false,
-            ),
+            Emulation {
+                size: viewport,
+                shot: None,
+            },
         )
         .await?;
     setup.end(&mut trial.costs);

@@ -8,7 +8,7 @@ use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
 use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
 use chromiumoxide::cdp::browser_protocol::page::CrashParams;
 use chromiumoxide::cdp::browser_protocol::page::{
-    NavigateParams, RemoveScriptToEvaluateOnNewDocumentParams, ScriptIdentifier,
+    NavigateParams, RemoveScriptToEvaluateOnNewDocumentParams, ScriptIdentifier, Viewport,
 };
 use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, ExecutionContextId};
 use chromiumoxide::types::{Command, CommandResponse};
@@ -51,9 +51,54 @@ pub struct TrialPage {
     /// The script the reset left for the next item's first document (see `reset`),
     /// removed once that document has loaded.
     pub(super) first_document_script: std::sync::Mutex<Option<ScriptIdentifier>>,
-    /// Whether a fault emulated a viewport other than [`Self::viewport`] (see
-    /// [`Self::emulate_viewport`]): only then does the reset emulate the page's own again.
-    pub(super) viewport_moved: std::sync::atomic::AtomicBool,
+    /// What the page's device-metrics override holds now (see [`Emulation`]).
+    pub(super) emulation: std::sync::Mutex<Emulation>,
+}
+
+/// The device metrics a page emulates: its viewport and the region its screenshots
+/// render.
+///
+/// A screenshot of a clip at another scale (the observation's image is smaller than the
+/// viewport) is taken by Chromium under a device-metrics override of that clip and scale,
+/// which it sets for the screenshot and puts back after it: two changes the renderer
+/// draws a frame for, on every capture. A page whose override already holds the clip
+/// (`shot`) draws at that scale all along, so the screenshot changes nothing and costs
+/// one frame. The page does not see it: layout, input and scroll stay at the emulated
+/// size (`Emulation.setDeviceMetricsOverride`'s `viewport` is only what is drawn), and
+/// the screenshot shows the same, since Chromium sets the same override for it either
+/// way. Only the raster can differ, in the shade of an edge: drawn at that scale all
+/// along, not in the frame right after a change of scale, and the same from one
+/// capture to the next.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Emulation {
+    /// The viewport size emulated: the page's own unless a fault moved it.
+    pub size: Size,
+    /// The image size the page's screenshots are taken at, once one was asked for.
+    pub shot: Option<Size>,
+}
+
+impl Emulation {
+    fn params(self, viewport: Size) -> SetDeviceMetricsOverrideParams {
+        let mut params = SetDeviceMetricsOverrideParams::new(
+            i64::from(self.size.width),
+            i64::from(self.size.height),
+            1.0,
+            false,
+        );
+        params.viewport = self.shot.map(|image| screenshot_clip(viewport, image));
+        params
+    }
+}
+
+/// The region and scale of a screenshot of the page's `viewport` at `image` size.
+pub(super) fn screenshot_clip(viewport: Size, image: Size) -> Viewport {
+    Viewport {
+        x: 0.0,
+        y: 0.0,
+        width: f64::from(viewport.width),
+        height: f64::from(viewport.height),
+        scale: f64::from(image.width) / f64::from(viewport.width),
+    }
 }
 
 impl Drop for TrialPage {
@@ -232,18 +277,33 @@ impl TrialPage {
 
     /// ([`Self::viewport`]): the layout fault's way of moving the page under the harness.
     pub async fn emulate_viewport(&self, size: Size) -> Result<()> {
-        self.viewport_moved
-            .store(size != self.viewport, std::sync::atomic::Ordering::Relaxed);
-        self.cdp(
-            "changing the viewport",
-            SetDeviceMetricsOverrideParams::new(
-                i64::from(size.width),
-                i64::from(size.height),
-                1.0,
-                false,
-            ),
+        let now = *self.emulation.lock().expect("never poisoned");
+        self.emulate("changing the viewport", Emulation { size, ..now })
+            .await
+    }
+
+    /// Lets the page draw at the scale of its screenshots at `image` size from now on
+    /// (see `Emulation` in this module); nothing to do when it already does.
+    pub async fn render_for_screenshots(&self, image: Size) -> Result<()> {
+        let now = *self.emulation.lock().expect("never poisoned");
+        if now.shot == Some(image) {
+            return Ok(());
+        }
+        self.emulate(
+            "drawing at the screenshots' scale",
+            Emulation {
+                shot: Some(image),
+                ..now
+            },
         )
-        .await?;
+        .await
+    }
+
+    /// Sets the page's device metrics. What is set is noted first: a call that fails
+    /// part way leaves the reset to emulate the page's own viewport again.
+    pub(super) async fn emulate(&self, what: &str, emulation: Emulation) -> Result<()> {
+        *self.emulation.lock().expect("never poisoned") = emulation;
+        self.cdp(what, emulation.params(self.viewport)).await?;
         Ok(())
     }
 

@@ -72,7 +72,7 @@ impl TrialPage {
         .await?;
         // Emulating the same size again is not free: Chromium resizes and draws the page
         // anew. Only a fault that moved the viewport leaves one to undo.
-        if *self.viewport_moved.get_mut() {
+        if self.emulation.get_mut().expect("never poisoned").size != self.viewport {
             self.emulate_viewport(self.viewport).await?;
         }
         // The trial's page stays on screen until the next item's navigation, its scripts
