@@ -288,3 +288,96 @@ async fn screenshots_draw_at_their_scale_without_the_page_seeing_it() {
     browser.close().await;
     server.shutdown().await;
 }
+
+/// Regression: a screenshot's clip is in document coordinates, and it was taken at the
+/// document's top whatever the scroll, so a scrolled page was captured as the top of the
+/// document with only what overlapped the viewport drawn (a blank image, far enough
+/// down). Now it is the viewport where the page is scrolled to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scrolled_page_is_captured_where_it_is_scrolled_to() {
+    let viewport = Size::new(1200, 800);
+    let image = Size::new(900, 600);
+    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
+    let sessions = Arc::new(SessionFaults::default());
+    let browser = BrowserHandle::launch_through(
+        &find_chromium(None).unwrap(),
+        Liveness::default(),
+        Some(sessions.clone()),
+    )
+    .await
+    .unwrap();
+    let pool = browser.page_pool(
+        viewport,
+        PoolSize::fixed(1),
+        faultline::engine::browser::SiteOrigins::of(&server),
+        Isolation::FreshContext,
+    );
+    let mut page = pool.take().await.unwrap();
+    let overrides = Arc::new(Overrides::default());
+    sessions.arm(page.session_id(), overrides.clone());
+    page.goto(&format!("{}/warm", server.base_url()))
+        .await
+        .unwrap();
+    // Blue at the document's top, a green band at 1800-1850 and a red block at 2000-2200.
+    page.eval(
+        r#"(() => {
+          document.body.style.cssText = 'margin:0;height:3000px;background:#ffffff';
+          const block = (css) => {
+            const b = document.createElement('div');
+            b.style.cssText = 'position:absolute;' + css;
+            document.body.appendChild(b);
+          };
+          block('left:0;top:0;width:1200px;height:100px;background:#0000ff');
+          block('left:0;top:1800px;width:1200px;height:50px;background:#00ff00');
+          block('left:400px;top:2000px;width:400px;height:200px;background:#ff0000');
+          return true;
+        })()"#,
+    )
+    .await
+    .unwrap();
+    let top = page.capture(image).await.unwrap();
+    assert_eq!(
+        rgb_at(&top.png, 450, 30),
+        [0, 0, 255],
+        "the top, unscrolled"
+    );
+    overrides.take();
+
+    page.eval("window.scrollTo(0, 1800); window.scrollY")
+        .await
+        .unwrap();
+    let scrolled = page.capture(image).await.unwrap();
+    assert_eq!(
+        rgb_at(&scrolled.png, 450, 10),
+        [0, 255, 0],
+        "the band at the top"
+    );
+    assert_eq!(
+        rgb_at(&scrolled.png, 450, 225),
+        [255, 0, 0],
+        "the block below it"
+    );
+    assert_eq!(
+        rgb_at(&scrolled.png, 100, 225),
+        [255, 255, 255],
+        "beside it"
+    );
+    assert_eq!(overrides.take(), 1, "drawn from the new scroll position on");
+    let again = page.capture(image).await.unwrap();
+    assert_eq!(overrides.take(), 0, "the same position, nothing to change");
+    assert_eq!(again.png, scrolled.png);
+
+    page.eval("window.scrollTo(0, 0); window.scrollY")
+        .await
+        .unwrap();
+    let back = page.capture(image).await.unwrap();
+    assert_eq!(
+        back.png, top.png,
+        "back at the top, the same image as before"
+    );
+
+    page.close().await;
+    drop(pool);
+    browser.close().await;
+    server.shutdown().await;
+}

@@ -15,6 +15,7 @@
 //! each a little differently; now none of them can forget it.
 
 use crate::agent::portable::SiteAddress;
+use crate::engine::browser::Shot;
 use crate::engine::cost::{Span, Stage, StageCosts};
 use crate::engine::roundtrip::RoundTrip;
 use crate::engine::Engine;
@@ -87,7 +88,7 @@ impl<'e> Session<'e> {
         let waiting = Span::start(Stage::Setup);
         let mut page = engine.take_page().await?;
         // Before the page loads, so that no capture of the session waits for it.
-        page.render_for_screenshots(image).await?;
+        page.render_for_screenshots(Shot::top(image)).await?;
         waiting.end(&mut page.costs);
         session.origin = page.origin().to_owned();
         let rt = session.rt.insert(

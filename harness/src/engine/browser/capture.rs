@@ -1,7 +1,7 @@
 //! Capturing an observation: a screenshot and every frame's DOM and text, bracketed by
 //! the page clock.
 
-use super::page::{screenshot_clip, TrialPage};
+use super::page::{screenshot_clip, Shot, TrialPage};
 use crate::engine::cost::{Span, Stage};
 use crate::engine::liveness::InfraFailure;
 use anyhow::{anyhow, Context, Result};
@@ -10,7 +10,7 @@ use chromiumoxide::cdp::browser_protocol::page::{
 };
 use chromiumoxide::cdp::js_protocol::runtime::ExecutionContextId;
 use faultline_policies::{Control, FrameSnapshot, Observation, PageState, ScrollOffset};
-use faultline_tasks::Size;
+use faultline_tasks::{Point, Size};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
@@ -218,13 +218,17 @@ impl TrialPage {
         let id = self.captures;
         self.captures += 1;
         let span = Span::start(Stage::Capture);
-        // Ahead of the session's navigation as a rule (see `Session::open`).
-        self.render_for_screenshots(image).await?;
-        let begin_ms = self.page_now().await?;
+        let (mut begin_ms, at) = self.clock_and_scroll().await?;
+        let shot = Shot { image, at };
+        // Ahead of the session's navigation as a rule (see `Session::open`), again only
+        // where the page was scrolled.
+        if self.render_for_screenshots(shot).await? {
+            begin_ms = self.page_now().await?;
+        }
         let params = CaptureScreenshotParams {
             format: Some(CaptureScreenshotFormat::Png),
             optimize_for_speed: Some(true),
-            clip: Some(screenshot_clip(self.viewport, image)),
+            clip: Some(screenshot_clip(self.viewport, shot)),
             ..Default::default()
         };
         let shot = self.cdp("taking a screenshot", params).await?;
@@ -249,6 +253,21 @@ impl TrialPage {
             begin_ms,
             end_ms,
         })
+    }
+}
+
+impl TrialPage {
+    /// The page clock and where the top document is scrolled to, in one evaluation.
+    async fn clock_and_scroll(&self) -> Result<(f64, Point)> {
+        let v = self
+            .eval("[performance.now(), window.scrollX, window.scrollY]")
+            .await?;
+        let number = |i: usize| {
+            v.get(i)
+                .and_then(serde_json::Value::as_f64)
+                .ok_or_else(|| anyhow!("the page's clock and scroll position are not numbers"))
+        };
+        Ok((number(0)?, Point::new(number(1)?, number(2)?)))
     }
 }
 

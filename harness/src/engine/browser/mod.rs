@@ -52,7 +52,7 @@ mod reset;
 pub use capture::Capture;
 pub use chromium::{find_chromium, resolve_wrapper};
 pub use launch::BrowserHandle;
-pub use page::TrialPage;
+pub use page::{Shot, TrialPage};
 pub use pool::{Isolation, PagePool, PoolSize, SiteOrigins};
 pub use profile::{remove_stale_profiles, PROFILE_PREFIX};
 pub use ready::Readiness;

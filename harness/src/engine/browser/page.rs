@@ -73,8 +73,28 @@ pub struct TrialPage {
 pub(super) struct Emulation {
     /// The viewport size emulated: the page's own unless a fault moved it.
     pub size: Size,
-    /// The image size the page's screenshots are taken at, once one was asked for.
-    pub shot: Option<Size>,
+    /// The region the page's screenshots are taken of, once one was asked for.
+    pub shot: Option<Shot>,
+}
+
+/// What a screenshot is taken of: the viewport where the page is scrolled to, at the
+/// image's size.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shot {
+    /// The image size.
+    pub image: Size,
+    /// The document point at the viewport's top left corner (the page's scroll position).
+    pub at: Point,
+}
+
+impl Shot {
+    /// The unscrolled viewport at `image` size.
+    pub fn top(image: Size) -> Shot {
+        Shot {
+            image,
+            at: Point::new(0.0, 0.0),
+        }
+    }
 }
 
 impl Emulation {
@@ -85,19 +105,20 @@ impl Emulation {
             1.0,
             false,
         );
-        params.viewport = self.shot.map(|image| screenshot_clip(viewport, image));
+        params.viewport = self.shot.map(|shot| screenshot_clip(viewport, shot));
         params
     }
 }
 
-/// The region and scale of a screenshot of the page's `viewport` at `image` size.
-pub(super) fn screenshot_clip(viewport: Size, image: Size) -> Viewport {
+/// The region and scale of a screenshot of the page's `viewport` (`shot`): a clip is in
+/// document coordinates, so it starts where the page is scrolled to.
+pub(super) fn screenshot_clip(viewport: Size, shot: Shot) -> Viewport {
     Viewport {
-        x: 0.0,
-        y: 0.0,
+        x: shot.at.x,
+        y: shot.at.y,
         width: f64::from(viewport.width),
         height: f64::from(viewport.height),
-        scale: f64::from(image.width) / f64::from(viewport.width),
+        scale: f64::from(shot.image.width) / f64::from(viewport.width),
     }
 }
 
@@ -282,21 +303,23 @@ impl TrialPage {
             .await
     }
 
-    /// Lets the page draw at the scale of its screenshots at `image` size from now on
-    /// (see `Emulation` in this module); nothing to do when it already does.
-    pub async fn render_for_screenshots(&self, image: Size) -> Result<()> {
+    /// Lets the page draw what its screenshots take (`shot`) from now on (see
+    /// `Emulation` in this module). Whether that changed the page's device metrics:
+    /// nothing to do when it already draws it.
+    pub async fn render_for_screenshots(&self, shot: Shot) -> Result<bool> {
         let now = *self.emulation.lock().expect("never poisoned");
-        if now.shot == Some(image) {
-            return Ok(());
+        if now.shot == Some(shot) {
+            return Ok(false);
         }
         self.emulate(
             "drawing at the screenshots' scale",
             Emulation {
-                shot: Some(image),
+                shot: Some(shot),
                 ..now
             },
         )
-        .await
+        .await?;
+        Ok(true)
     }
 
     /// Sets the page's device metrics. What is set is noted first: a call that fails
