@@ -48,6 +48,55 @@ impl Tamper for SnapshotReads {
     }
 }
 
+/// A page of a browser of its own, driven through the DevTools proxy with `tamper` armed
+/// on its session, loaded at `path` of a fixture server of its own.
+struct OpenPage {
+    server: FixtureServer,
+    _key: faultline_sites::LedgerKey,
+    browser: BrowserHandle,
+    pool: faultline::engine::browser::PagePool,
+    page: TrialPage,
+}
+
+impl OpenPage {
+    async fn open<T: Tamper + 'static>(viewport: Size, path: &str, tamper: Arc<T>) -> OpenPage {
+        let (server, key) = FixtureServer::start_loopback().await.unwrap();
+        let sessions = Arc::new(SessionFaults::default());
+        let browser = BrowserHandle::launch_through(
+            &find_chromium(None).unwrap(),
+            Liveness::default(),
+            Some(sessions.clone()),
+        )
+        .await
+        .unwrap();
+        let pool = browser.page_pool(
+            viewport,
+            PoolSize::fixed(1),
+            faultline::engine::browser::SiteOrigins::of(&server),
+            Isolation::FreshContext,
+        );
+        let page = pool.take().await.unwrap();
+        sessions.arm(page.session_id(), tamper);
+        page.goto(&format!("{}{path}", server.base_url()))
+            .await
+            .unwrap();
+        OpenPage {
+            server,
+            _key: key,
+            browser,
+            pool,
+            page,
+        }
+    }
+
+    async fn close(self) {
+        self.page.close().await;
+        drop(self.pool);
+        self.browser.close().await;
+        self.server.shutdown().await;
+    }
+}
+
 /// Adds an iframe loading `url` to the top document and waits for it to load; `text`, if
 /// given, is written into its body (same origin only).
 async fn add_frame(page: &TrialPage, url: &str, text: Option<&str>) {
@@ -87,33 +136,17 @@ async fn frames(page: &TrialPage) -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_observation_reads_every_frame_of_either_origin() {
-    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
-    let sessions = Arc::new(SessionFaults::default());
-    let browser = BrowserHandle::launch_through(
-        &find_chromium(None).unwrap(),
-        Liveness::default(),
-        Some(sessions.clone()),
-    )
-    .await
-    .unwrap();
-    let base = server.base_url();
-    let pool = browser.page_pool(
-        VIEWPORT,
-        PoolSize::fixed(1),
-        faultline::engine::browser::SiteOrigins::of(&server),
-        Isolation::FreshContext,
-    );
-    let page = pool.take().await.unwrap();
     let reads = Arc::new(SnapshotReads::default());
-    sessions.arm(page.session_id(), reads.clone());
-    page.goto(&format!("{base}/warm?top")).await.unwrap();
+    let opened = OpenPage::open(VIEWPORT, "/warm?top", reads.clone()).await;
+    let base = opened.server.base_url();
+    let page = &opened.page;
     page.eval("document.body.innerText = 'top text'; true")
         .await
         .unwrap();
 
     // Same origin only: the one-evaluation read.
-    add_frame(&page, &format!("{base}/warm?same"), Some("inner text")).await;
-    let same_only = frames(&page).await;
+    add_frame(page, &format!("{base}/warm?same"), Some("inner text")).await;
+    let same_only = frames(page).await;
     reads.take();
     page.page_state().await.unwrap();
     assert_eq!(reads.take(), (1, 0), "one evaluation reads both frames");
@@ -130,8 +163,8 @@ async fn an_observation_reads_every_frame_of_either_origin() {
     // reads as it did.
     let other = base.replacen("127.0.0.1", "localhost", 1);
     assert_ne!(other, base, "the fixture server is on 127.0.0.1");
-    add_frame(&page, &format!("{other}/warm?other"), None).await;
-    let mixed = frames(&page).await;
+    add_frame(page, &format!("{other}/warm?other"), None).await;
+    let mixed = frames(page).await;
     assert_eq!(mixed[..2], same_only[..], "{mixed:?}");
     assert_eq!(
         mixed[2..],
@@ -146,10 +179,7 @@ async fn an_observation_reads_every_frame_of_either_origin() {
         "the whole-page read, then each child frame's own"
     );
 
-    page.close().await;
-    drop(pool);
-    browser.close().await;
-    server.shutdown().await;
+    opened.close().await;
 }
 
 /// Counts the device-metrics overrides sent to the page.
@@ -175,6 +205,10 @@ impl Tamper for Overrides {
     }
 }
 
+/// The screenshot tests' viewport and image: the default's, the image at 3/4 scale.
+const SHOT_VIEWPORT: Size = Size::new(1200, 800);
+const SHOT_IMAGE: Size = Size::new(900, 600);
+
 /// The red block's corners in CSS pixels, on a 1200 x 800 viewport.
 const BLOCK: (f64, f64, f64, f64) = (400.0, 400.0, 800.0, 600.0);
 
@@ -190,29 +224,9 @@ fn rgb_at(png: &[u8], x: u32, y: u32) -> [u8; 3] {
 /// viewport keeps the drawing scale.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn screenshots_draw_at_their_scale_without_the_page_seeing_it() {
-    let viewport = Size::new(1200, 800);
-    let image = Size::new(900, 600);
-    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
-    let sessions = Arc::new(SessionFaults::default());
-    let browser = BrowserHandle::launch_through(
-        &find_chromium(None).unwrap(),
-        Liveness::default(),
-        Some(sessions.clone()),
-    )
-    .await
-    .unwrap();
-    let pool = browser.page_pool(
-        viewport,
-        PoolSize::fixed(1),
-        faultline::engine::browser::SiteOrigins::of(&server),
-        Isolation::FreshContext,
-    );
-    let mut page = pool.take().await.unwrap();
     let overrides = Arc::new(Overrides::default());
-    sessions.arm(page.session_id(), overrides.clone());
-    page.goto(&format!("{}/warm", server.base_url()))
-        .await
-        .unwrap();
+    let mut opened = OpenPage::open(SHOT_VIEWPORT, "/warm", overrides.clone()).await;
+    let page = &mut opened.page;
     let (left, top, right, bottom) = BLOCK;
     page.eval(&format!(
         r#"(() => {{
@@ -234,14 +248,14 @@ async fn screenshots_draw_at_their_scale_without_the_page_seeing_it() {
     let before = page.eval(metrics).await.unwrap();
     assert_eq!(before, "1200 800 1 1");
 
-    let first = page.capture(image).await.unwrap();
+    let first = page.capture(SHOT_IMAGE).await.unwrap();
     assert_eq!(
         overrides.take(),
         1,
         "the first capture sets the drawing scale"
     );
-    let second = page.capture(image).await.unwrap();
-    let third = page.capture(image).await.unwrap();
+    let second = page.capture(SHOT_IMAGE).await.unwrap();
+    let third = page.capture(SHOT_IMAGE).await.unwrap();
     assert_eq!(
         overrides.take(),
         0,
@@ -279,14 +293,11 @@ async fn screenshots_draw_at_their_scale_without_the_page_seeing_it() {
     page.emulate_viewport(Size::new(1000, 700)).await.unwrap();
     assert_eq!(overrides.take(), 1);
     assert_eq!(page.eval(metrics).await.unwrap(), "1000 700 1 1");
-    let moved = page.capture(image).await.unwrap();
+    let moved = page.capture(SHOT_IMAGE).await.unwrap();
     assert_eq!(overrides.take(), 0, "the capture under it changes nothing");
     assert_eq!(rgb_at(&moved.png, 450, 375), [255, 0, 0]);
 
-    page.close().await;
-    drop(pool);
-    browser.close().await;
-    server.shutdown().await;
+    opened.close().await;
 }
 
 /// Regression: a screenshot's clip is in document coordinates, and it was taken at the
@@ -295,29 +306,9 @@ async fn screenshots_draw_at_their_scale_without_the_page_seeing_it() {
 /// down). Now it is the viewport where the page is scrolled to.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scrolled_page_is_captured_where_it_is_scrolled_to() {
-    let viewport = Size::new(1200, 800);
-    let image = Size::new(900, 600);
-    let (server, _key) = FixtureServer::start_loopback().await.unwrap();
-    let sessions = Arc::new(SessionFaults::default());
-    let browser = BrowserHandle::launch_through(
-        &find_chromium(None).unwrap(),
-        Liveness::default(),
-        Some(sessions.clone()),
-    )
-    .await
-    .unwrap();
-    let pool = browser.page_pool(
-        viewport,
-        PoolSize::fixed(1),
-        faultline::engine::browser::SiteOrigins::of(&server),
-        Isolation::FreshContext,
-    );
-    let mut page = pool.take().await.unwrap();
     let overrides = Arc::new(Overrides::default());
-    sessions.arm(page.session_id(), overrides.clone());
-    page.goto(&format!("{}/warm", server.base_url()))
-        .await
-        .unwrap();
+    let mut opened = OpenPage::open(SHOT_VIEWPORT, "/warm", overrides.clone()).await;
+    let page = &mut opened.page;
     // Blue at the document's top, a green band at 1800-1850 and a red block at 2000-2200.
     page.eval(
         r#"(() => {
@@ -335,7 +326,7 @@ async fn a_scrolled_page_is_captured_where_it_is_scrolled_to() {
     )
     .await
     .unwrap();
-    let top = page.capture(image).await.unwrap();
+    let top = page.capture(SHOT_IMAGE).await.unwrap();
     assert_eq!(
         rgb_at(&top.png, 450, 30),
         [0, 0, 255],
@@ -346,7 +337,7 @@ async fn a_scrolled_page_is_captured_where_it_is_scrolled_to() {
     page.eval("window.scrollTo(0, 1800); window.scrollY")
         .await
         .unwrap();
-    let scrolled = page.capture(image).await.unwrap();
+    let scrolled = page.capture(SHOT_IMAGE).await.unwrap();
     assert_eq!(
         rgb_at(&scrolled.png, 450, 10),
         [0, 255, 0],
@@ -363,21 +354,18 @@ async fn a_scrolled_page_is_captured_where_it_is_scrolled_to() {
         "beside it"
     );
     assert_eq!(overrides.take(), 1, "drawn from the new scroll position on");
-    let again = page.capture(image).await.unwrap();
+    let again = page.capture(SHOT_IMAGE).await.unwrap();
     assert_eq!(overrides.take(), 0, "the same position, nothing to change");
     assert_eq!(again.png, scrolled.png);
 
     page.eval("window.scrollTo(0, 0); window.scrollY")
         .await
         .unwrap();
-    let back = page.capture(image).await.unwrap();
+    let back = page.capture(SHOT_IMAGE).await.unwrap();
     assert_eq!(
         back.png, top.png,
         "back at the top, the same image as before"
     );
 
-    page.close().await;
-    drop(pool);
-    browser.close().await;
-    server.shutdown().await;
+    opened.close().await;
 }
