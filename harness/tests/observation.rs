@@ -212,9 +212,11 @@ const SHOT_IMAGE: Size = Size::new(900, 600);
 /// The red block's corners in CSS pixels, on a 1200 x 800 viewport.
 const BLOCK: (f64, f64, f64, f64) = (400.0, 400.0, 800.0, 600.0);
 
-fn rgb_at(png: &[u8], x: u32, y: u32) -> [u8; 3] {
+/// Asserts the colour of the image's pixel at `(x, y)`.
+#[track_caller]
+fn assert_pixel(png: &[u8], (x, y): (u32, u32), rgb: [u8; 3], what: &str) {
     let image = image::load_from_memory(png).unwrap().to_rgb8();
-    image.get_pixel(x, y).0
+    assert_eq!(image.get_pixel(x, y).0, rgb, "{what}");
 }
 
 /// A page draws at its screenshots' scale from the first capture on (so that a capture
@@ -266,13 +268,9 @@ async fn screenshots_draw_at_their_scale_without_the_page_seeing_it() {
     // The image is the whole viewport scaled by 3/4: the block where it is drawn.
     let size = image::load_from_memory(&first.png).unwrap();
     assert_eq!((size.width(), size.height()), (900, 600));
-    assert_eq!(
-        rgb_at(&first.png, 450, 375),
-        [255, 0, 0],
-        "inside the block"
-    );
-    assert_eq!(rgb_at(&first.png, 295, 375), [255, 255, 255], "left of it");
-    assert_eq!(rgb_at(&first.png, 450, 455), [255, 255, 255], "below it");
+    assert_pixel(&first.png, (450, 375), [255, 0, 0], "inside the block");
+    assert_pixel(&first.png, (295, 375), [255, 255, 255], "left of it");
+    assert_pixel(&first.png, (450, 455), [255, 255, 255], "below it");
 
     // The page sees its own viewport: no resize, its metrics as before, and a click at a
     // viewport point lands on what is there.
@@ -295,7 +293,12 @@ async fn screenshots_draw_at_their_scale_without_the_page_seeing_it() {
     assert_eq!(page.eval(metrics).await.unwrap(), "1000 700 1 1");
     let moved = page.capture(SHOT_IMAGE).await.unwrap();
     assert_eq!(overrides.take(), 0, "the capture under it changes nothing");
-    assert_eq!(rgb_at(&moved.png, 450, 375), [255, 0, 0]);
+    assert_pixel(
+        &moved.png,
+        (450, 375),
+        [255, 0, 0],
+        "inside the block, under the fault's viewport",
+    );
 
     opened.close().await;
 }
@@ -327,32 +330,16 @@ async fn a_scrolled_page_is_captured_where_it_is_scrolled_to() {
     .await
     .unwrap();
     let top = page.capture(SHOT_IMAGE).await.unwrap();
-    assert_eq!(
-        rgb_at(&top.png, 450, 30),
-        [0, 0, 255],
-        "the top, unscrolled"
-    );
+    assert_pixel(&top.png, (450, 30), [0, 0, 255], "the top, unscrolled");
     overrides.take();
 
     page.eval("window.scrollTo(0, 1800); window.scrollY")
         .await
         .unwrap();
     let scrolled = page.capture(SHOT_IMAGE).await.unwrap();
-    assert_eq!(
-        rgb_at(&scrolled.png, 450, 10),
-        [0, 255, 0],
-        "the band at the top"
-    );
-    assert_eq!(
-        rgb_at(&scrolled.png, 450, 225),
-        [255, 0, 0],
-        "the block below it"
-    );
-    assert_eq!(
-        rgb_at(&scrolled.png, 100, 225),
-        [255, 255, 255],
-        "beside it"
-    );
+    assert_pixel(&scrolled.png, (450, 10), [0, 255, 0], "the band at the top");
+    assert_pixel(&scrolled.png, (450, 225), [255, 0, 0], "the block below it");
+    assert_pixel(&scrolled.png, (100, 225), [255, 255, 255], "beside it");
     assert_eq!(overrides.take(), 1, "drawn from the new scroll position on");
     let again = page.capture(SHOT_IMAGE).await.unwrap();
     assert_eq!(overrides.take(), 0, "the same position, nothing to change");

@@ -254,9 +254,7 @@ impl TrialPage {
             end_ms,
         })
     }
-}
 
-impl TrialPage {
     /// The page clock and where the top document is scrolled to, in one evaluation.
     async fn clock_and_scroll(&self) -> Result<(f64, Point)> {
         let v = self

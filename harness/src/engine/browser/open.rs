@@ -49,6 +49,11 @@ pub(super) async fn open_trial_page(
     // The page's own signal: its renderer crashed, or its target went away.
     let (dead, page_alive) = Vital::new();
     let watcher = watch_page(&browser, &page, dead, alive, call).await?;
+    // The drawing region is set once the session knows its image (`Session::open`).
+    let emulation = Emulation {
+        size: viewport,
+        shot: None,
+    };
     let mut trial = TrialPage {
         browser,
         context: Some(context),
@@ -64,20 +69,9 @@ pub(super) async fn open_trial_page(
         origin: origins.first().to_owned(),
         frozen: false,
         first_document_script: std::sync::Mutex::new(None),
-        emulation: std::sync::Mutex::new(Emulation {
-            size: viewport,
-            shot: None,
-        }),
+        emulation: std::sync::Mutex::new(emulation),
     };
-    trial
-        .emulate(
-            "setting the viewport",
-            Emulation {
-                size: viewport,
-                shot: None,
-            },
-        )
-        .await?;
+    trial.emulate("setting the viewport", emulation).await?;
     setup.end(&mut trial.costs);
     Ok(trial)
 }

@@ -296,7 +296,9 @@ impl TrialPage {
             .ok_or_else(|| anyhow!("performance.now() did not return a number"))
     }
 
-    /// ([`Self::viewport`]): the layout fault's way of moving the page under the harness.
+    /// Emulates a viewport of `size` instead of the page's own ([`Self::viewport`]),
+    /// keeping the region its screenshots draw: the layout fault's way of moving the page
+    /// under the harness.
     pub async fn emulate_viewport(&self, size: Size) -> Result<()> {
         let now = *self.emulation.lock().expect("never poisoned");
         self.emulate("changing the viewport", Emulation { size, ..now })
